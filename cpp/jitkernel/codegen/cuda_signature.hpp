@@ -1,0 +1,91 @@
+// CUDA code generation: from a kernel spec (what the user wrote) and a call
+// signature (dtypes/ndims of what they passed) to the complete source text
+// NVRTC compiles, plus the parameter layout the launcher packs. Pure text:
+// no CUDA, no Python, runs on any machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jitkernel/core/dtype.hpp"
+
+namespace jk {
+
+// What the user gave the factory.
+struct CudaKernelSpec {
+  std::string name;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  std::string source;  // kernel body
+  std::string header;  // file-scope code
+  bool ensure_row_contiguous = true;
+  int shared_memory = 0;  // default dynamic shared memory bytes
+};
+
+// Throws ArgumentError naming the argument ("name", "input_names",
+// "output_names") when a name is not a C identifier, is duplicated, or
+// collides with a reserved identifier.
+void validate_cuda_kernel_spec(const CudaKernelSpec& spec);
+
+struct TemplateArg {
+  enum class Kind : std::uint8_t { Int, Bool, DType };
+  std::string name;
+  Kind kind = Kind::Int;
+  std::int64_t int_value = 0;  // Kind::Int (bool value as 0/1 for Kind::Bool)
+  DType dtype = DType::Float32;  // Kind::DType
+};
+
+struct InputSignature {
+  bool is_scalar = false;  // a Python scalar passed by value
+  DType dtype = DType::Float32;
+  int ndim = 0;
+};
+
+// Everything about a call that changes the generated source.
+struct CallSignature {
+  std::vector<InputSignature> inputs;
+  std::vector<DType> output_dtypes;
+  std::vector<TemplateArg> template_args;
+};
+
+// One kernel parameter, in order, as the launcher must pack it.
+enum class ParamKind : std::uint8_t {
+  InputPointer,  // const T* (8 bytes)
+  InputScalar,   // T by value (dtype size)
+  InputShape,    // Shape (kMaxNdim x int32, by value)
+  InputStrides,  // Strides (kMaxNdim x int64, by value)
+  InputNdim,     // int
+  OutputPointer, // T* (8 bytes)
+};
+struct ParamSlot {
+  ParamKind kind;
+  int index;  // input or output index
+};
+
+struct GeneratedKernel {
+  std::string entry_name;  // unique extern "C" symbol
+  std::string source;      // full text handed to NVRTC
+  std::vector<ParamSlot> params;
+  bool needs_cccl = false;  // source/header use cooperative_groups or cuda:: headers
+  // Line mapping for compile errors: generated line -> user line.
+  int header_first_line = 0;  // 1-based line in `source` where the header starts (0: no header)
+  int header_line_count = 0;
+  int body_first_line = 0;    // 1-based line in `source` where the body starts
+  int body_line_count = 0;
+};
+
+// Throws ArgumentError/ArgumentTypeError for signature problems (wrong counts,
+// ndim > kMaxNdim for inputs whose shape/strides are used, bad template names).
+GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call);
+
+// Rewrites an NVRTC log so that "<file>(N): error" lines point into the user's
+// source or header ("source line 3" / "header line 2") instead of the
+// generated file.
+std::string map_compile_log(const GeneratedKernel& kernel, const std::string& log);
+
+// True when `identifier` appears in `text` as a whole word (not a substring of
+// a longer identifier).
+bool uses_identifier(const std::string& text, const std::string& identifier);
+
+}  // namespace jk

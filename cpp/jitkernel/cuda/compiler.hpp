@@ -1,0 +1,26 @@
+// NVRTC compilation of generated kernels to a cubin (or PTX) for one exact
+// architecture. Works without a GPU. Compile errors become CompileError with
+// the log mapped back to the user's lines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jitkernel/codegen/cuda_signature.hpp"
+
+namespace jk::cuda {
+
+enum class CompileTarget { Cubin, Ptx };
+
+// `arch` is "sm_90a", "sm_80", ... Returns the binary (cubin bytes or PTX text).
+std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arch,
+                           CompileTarget target = CompileTarget::Cubin);
+
+// Compiles arbitrary standalone source (builtin helper kernels, tests).
+std::string compile_source(const std::string& source, const std::string& program_name,
+                           const std::string& arch, CompileTarget target = CompileTarget::Cubin);
+
+// The options every compile uses (for cache keys and for the demo's printout).
+std::vector<std::string> compile_options(const std::string& arch, CompileTarget target);
+
+}  // namespace jk::cuda

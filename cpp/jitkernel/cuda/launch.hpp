@@ -1,0 +1,71 @@
+// The one launch path shared by cuda_kernel and precompiled_cuda_kernel:
+// resolve the device, bring inputs to it (upload NumPy, make strided inputs
+// contiguous when asked), allocate or check outputs, apply init_value, check
+// grid/threadgroup/shared memory against the device, and cuLaunchKernelEx.
+// Nothing here synchronises or allocates outside the stream, so launches can
+// be captured in CUDA graphs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "jitkernel/core/array_view.hpp"
+#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/memory.hpp"
+
+namespace jk::cuda {
+
+using KernelInput = std::variant<ArrayView, Scalar>;
+
+struct LaunchConfig {
+  Dim3 grid;         // in threads, as MLX
+  Dim3 threadgroup;  // threads per block (clamped to grid per dimension)
+  int shared_memory = 0;
+  std::uintptr_t stream = 0;  // CUstream handle; 0 = legacy default stream
+};
+
+// Arguments of one call, common to both kernel kinds.
+struct CallArguments {
+  std::vector<KernelInput> inputs;
+  std::vector<std::vector<std::int64_t>> output_shapes;
+  std::vector<DType> output_dtypes;
+  std::vector<ArrayView> provided_outputs;  // outputs=: empty, or one per output
+  std::optional<double> init_value;
+  bool ensure_row_contiguous = true;
+  LaunchConfig launch;
+};
+
+// Inputs on the device, outputs ready to be written. Temporaries (uploads,
+// contiguous copies) are freed stream-ordered when this is destroyed, which
+// is safe right after the launch has been enqueued.
+struct PreparedCall {
+  int device = 0;
+  CUstream stream = nullptr;
+  std::vector<KernelInput> inputs;   // arrays now on `device`
+  std::vector<OwnedArray> outputs;   // allocated, or provided (buffer null)
+  std::vector<OwnedArray> temporaries;
+};
+
+// Validates counts/shapes/dtypes/devices (ArgumentError naming the argument),
+// uploads/copies inputs, allocates or checks outputs, fills init_value.
+PreparedCall prepare_call(const CallArguments& args);
+
+// Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
+// blocks = ceil(grid / block). Throws ArgumentError("grid"/"threadgroup"/
+// "shared_memory") against the device's limits.
+struct LaunchGeometry {
+  unsigned grid[3];
+  unsigned block[3];
+};
+LaunchGeometry launch_geometry(const LaunchConfig& config, int device);
+
+// Sets the function's max dynamic shared memory when needed (remembered per
+// function, raised or lowered as calls differ) and launches. `kernel_name` is
+// used in error messages and fault reports.
+void launch_function(CUfunction function, const char* kernel_name, const LaunchConfig& config,
+                     int device, void** params);
+
+}  // namespace jk::cuda

@@ -1,0 +1,57 @@
+// Device memory jitkernel owns: stream-ordered allocations (cuMemAllocAsync
+// from the device's default pool, release threshold raised so the pool keeps
+// memory) freed with cuMemFreeAsync on the same stream when the last owner
+// drops it. Also host<->device copies and fills used around launches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "jitkernel/core/array_view.hpp"
+#include "jitkernel/cuda/driver_api.hpp"
+
+namespace jk::cuda {
+
+class DeviceBuffer {
+ public:
+  // Throws CudaError (out of memory etc.).
+  static std::shared_ptr<DeviceBuffer> allocate(int device, std::size_t nbytes, CUstream stream);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return reinterpret_cast<void*>(ptr_); }
+  int device() const { return device_; }
+  std::size_t nbytes() const { return nbytes_; }
+  CUstream stream() const { return stream_; }
+
+ private:
+  DeviceBuffer(int device, CUdeviceptr ptr, std::size_t nbytes, CUstream stream)
+      : device_(device), ptr_(ptr), nbytes_(nbytes), stream_(stream) {}
+  int device_;
+  CUdeviceptr ptr_;
+  std::size_t nbytes_;
+  CUstream stream_;
+};
+
+// An array backed by a DeviceBuffer (outputs, uploads, contiguous copies).
+// `buffer` is null for arrays the caller provided (outputs=).
+struct OwnedArray {
+  std::shared_ptr<DeviceBuffer> buffer;
+  ArrayView view;
+};
+
+// Allocates a row-contiguous array on `device`, ordered on `stream`.
+OwnedArray allocate_array(int device, DType dtype, const std::vector<std::int64_t>& shape,
+                          CUstream stream);
+// Copies a host array (any strides) to a new row-contiguous device array.
+OwnedArray upload(const ArrayView& host, int device, CUstream stream);
+// Copies a strided device array to a new row-contiguous one on the stream.
+OwnedArray make_row_contiguous(const ArrayView& array, CUstream stream);
+// Fills a row-contiguous device array with `value` converted to its dtype.
+void fill(const ArrayView& array, double value, CUstream stream);
+// Copies a row-contiguous device array to host memory and waits for it.
+void download(const ArrayView& array, void* host_dst, CUstream stream);
+
+}  // namespace jk::cuda
