@@ -49,7 +49,20 @@ struct CallSignature {
   std::vector<TemplateArg> template_args;
 };
 
-// One kernel parameter, in order, as the launcher must pack it.
+// One kernel parameter, in order, as the launcher must pack it. Order: for
+// each input, its pointer (or scalar value), then its shape, strides, ndim
+// when the source/header uses name_shape / name_strides / name_ndim (whole
+// words); then every output pointer. Byte layout of each slot (the pointer in
+// kernelParams points at exactly these bytes):
+//   InputPointer   8 bytes, device address (0-d arrays too)
+//   InputScalar    dtype_size(dtype) bytes, the value (Scalar::bytes); the
+//                  kernel sees `const T* name` pointing at it, so name[0] works
+//   InputShape     32 bytes: kMaxNdim x int32 (dims 0..ndim-1, rest 0), align 4
+//   InputStrides   64 bytes: kMaxNdim x int64 element strides (rest 0), align 8
+//   InputNdim      4 bytes: int32 ndim
+//   OutputPointer  8 bytes, device address
+// Scalar inputs get no shape/strides/ndim slots (the kernel defines them as
+// constants: empty shape, ndim 0). Shape values must fit in int32.
 enum class ParamKind : std::uint8_t {
   InputPointer,  // const T* (8 bytes)
   InputScalar,   // T by value (dtype size)
@@ -66,6 +79,9 @@ struct ParamSlot {
 struct GeneratedKernel {
   std::string entry_name;  // unique extern "C" symbol
   std::string source;      // full text handed to NVRTC
+  // Name to give nvrtcCreateProgram: the generated #line directives use it
+  // for generated lines, so the whole log refers to one file ("<name>.cu").
+  std::string program_name;
   std::vector<ParamSlot> params;
   bool needs_cccl = false;  // source/header use cooperative_groups or cuda:: headers
   // Line mapping for compile errors: generated line -> user line.
@@ -85,7 +101,8 @@ GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSigna
 std::string map_compile_log(const GeneratedKernel& kernel, const std::string& log);
 
 // True when `identifier` appears in `text` as a whole word (not a substring of
-// a longer identifier).
+// a longer identifier). Comments, string/char literals and number literals are
+// skipped: a name mentioned only in a comment does not count.
 bool uses_identifier(const std::string& text, const std::string& identifier);
 
 }  // namespace jk

@@ -26,6 +26,21 @@ int device_count();  // 0 when no driver / no device; never throws
 const DeviceInfo& device_info(int ordinal);
 // Makes the device's primary context current on this thread (cheap when it already is).
 void make_current(int ordinal);
+// Makes `ordinal` current for a scope and then restores the context that was
+// current before (when there was one), so that calling jitkernel never
+// changes the current device PyTorch/CuPy see on this thread. Used at every
+// entry point that touches a device; nested uses are cheap.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int ordinal);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+};
+
 // Architecture name for a compute capability, e.g. (9,0) -> "sm_90a".
 std::string arch_for(int cc_major, int cc_minor);
 

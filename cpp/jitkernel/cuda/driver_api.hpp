@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace jk::cuda {
 
@@ -144,6 +145,10 @@ struct DriverApi {
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*);
   CUresult (*cuStreamGetCtx)(CUstream, CUcontext*);
   CUresult (*cuCtxGetDevice)(CUdevice*);
+  CUresult (*cuEventCreate)(CUevent*, unsigned int);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
 };
 
 // Loads the driver (once, thread-safe) and calls cuInit. Throws
@@ -158,6 +163,10 @@ bool cuda_available();
 // kernel faults (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...) become KernelFault that
 // names the kernel jitkernel launched last.
 void check(CUresult result, const char* what);
+
+// "CUDA_ERROR_NAME (description)" for a driver result code; usable even when
+// the driver failed to initialise (for messages that add their own context).
+std::string describe_result(CUresult result);
 
 // Records `name` as the last kernel launched (used by check()'s fault message).
 void note_kernel_launch(const char* name);

@@ -49,9 +49,21 @@ struct PreparedCall {
   std::vector<OwnedArray> temporaries;
 };
 
+// The checks of prepare_call that need no GPU (grid/threadgroup/shared_memory
+// signs, output counts and shapes, outputs=, init_value range, inputs on
+// mixed devices), done before anything is enqueued. Returns the device the
+// call runs on: that of the device inputs, else of outputs=, else of the
+// stream, else 0. Lets callers compile/load a kernel before prepare_call has
+// side effects (init_value fills of outputs=).
+int validate_call(const CallArguments& args, const LaunchConfig& launch);
+
 // Validates counts/shapes/dtypes/devices (ArgumentError naming the argument),
 // uploads/copies inputs, allocates or checks outputs, fills init_value.
 PreparedCall prepare_call(const CallArguments& args);
+// The same with `launch` and `ensure_row_contiguous` in place of args.launch /
+// args.ensure_row_contiguous (cuda_kernel takes them partly from its spec).
+PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
+                          bool ensure_row_contiguous);
 
 // Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
 // blocks = ceil(grid / block). Throws ArgumentError("grid"/"threadgroup"/

@@ -53,5 +53,8 @@ OwnedArray make_row_contiguous(const ArrayView& array, CUstream stream);
 void fill(const ArrayView& array, double value, CUstream stream);
 // Copies a row-contiguous device array to host memory and waits for it.
 void download(const ArrayView& array, void* host_dst, CUstream stream);
+// Makes `waiter` wait for the work enqueued so far on `producer` (an event
+// record + wait; nothing when they are the same stream). For DLPack export.
+void stream_wait(int device, CUstream waiter, CUstream producer);
 
 }  // namespace jk::cuda

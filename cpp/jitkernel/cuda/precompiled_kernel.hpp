@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "jitkernel/cuda/binary_image.hpp"
 #include "jitkernel/cuda/launch.hpp"
 
 namespace jk::cuda {
@@ -16,6 +17,13 @@ struct PrecompiledCall {
   std::vector<Scalar> scalars;  // passed after input and output pointers
 };
 
+// Parameters, in order: each input as a pointer (array inputs, and scalar
+// inputs after upload as 0-d device arrays, as MLX does), each output as a
+// pointer, then each of `scalars` by value. The binary is loaded once per
+// (content, device); the entry's parameter sizes are checked before launch
+// where the binary records them (or the driver reports them). Every check
+// that needs no GPU (binary_image.hpp: format, entry name, parameter sizes;
+// launch.hpp: counts, grid) runs before the driver is touched.
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call);
 
 }  // namespace jk::cuda

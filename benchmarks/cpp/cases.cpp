@@ -1,0 +1,305 @@
+// The benchmark cases (see cases.hpp):
+//   codegen/*   generate_cuda_kernel for a tiny add kernel and for the documentation's exp kernel
+//   nvrtc/*     NVRTC compiles of generated kernels to an sm_90a cubin (no GPU needed)
+//   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
+//               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
+//               same driver table. One sample = `batch` launches on the legacy default stream + a sync.
+#include "cases.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "jitkernel/codegen/cuda_signature.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/compiler.hpp"
+#include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/toolkit.hpp"
+
+namespace jkbench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// --- toolkit -----------------------------------------------------------------
+
+// NVRTC and headers: JITKERNEL_NVRTC_PATH / JITKERNEL_INCLUDE_PATH (':'-separated) when set, else the
+// toolkit at CUDA_HOME, CUDA_PATH or /usr/local/cuda. libnvrtc-builtins next to NVRTC is preloaded.
+jk::cuda::ToolkitPaths toolkit_from_env() {
+  jk::cuda::ToolkitPaths paths;
+  std::string root = env("CUDA_HOME");
+  if (root.empty()) root = env("CUDA_PATH");
+  if (root.empty()) root = "/usr/local/cuda";
+
+  paths.nvrtc_library = env("JITKERNEL_NVRTC_PATH");
+  if (paths.nvrtc_library.empty()) {
+    paths.nvrtc_library = "libnvrtc.so.13";  // soname: the loader's search path
+    for (const char* rel : {"lib64/libnvrtc.so.13", "lib64/libnvrtc.so", "lib/libnvrtc.so.13"}) {
+      if (fs::exists(fs::path(root) / rel)) {
+        paths.nvrtc_library = (fs::path(root) / rel).string();
+        break;
+      }
+    }
+  }
+  fs::path dir = fs::path(paths.nvrtc_library).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && fs::is_directory(dir, ec)) {
+    std::string best;  // the most specific name, e.g. libnvrtc-builtins.so.13.0
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::string name = entry.path().filename().string();
+      if (name.rfind("libnvrtc-builtins.so.", 0) == 0 && name.size() > best.size()) best = name;
+    }
+    if (!best.empty()) paths.nvrtc_preload.push_back((dir / best).string());
+  }
+
+  std::string includes = env("JITKERNEL_INCLUDE_PATH");
+  if (!includes.empty()) {
+    std::stringstream ss(includes);
+    for (std::string item; std::getline(ss, item, ':');)
+      if (!item.empty()) paths.include_dirs.push_back(item);
+  } else {
+    for (const char* rel : {"include", "include/cccl"})
+      if (fs::is_directory(fs::path(root) / rel, ec)) paths.include_dirs.push_back((fs::path(root) / rel).string());
+  }
+  return paths;
+}
+
+// --- kernels -------------------------------------------------------------------
+
+// c = a + b over n elements; n is a scalar input (read as n[0], which works for scalars as in MLX).
+jk::CudaKernelSpec add_spec() {
+  jk::CudaKernelSpec spec;
+  spec.name = "bench_add";
+  spec.input_names = {"a", "b", "n"};
+  spec.output_names = {"c"};
+  spec.source =
+      "    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "    if (i < n[0]) c[i] = a[i] + b[i];\n";
+  return spec;
+}
+
+jk::CallSignature add_signature(jk::DType dtype) {
+  jk::CallSignature sig;
+  sig.inputs = {{false, dtype, 1}, {false, dtype, 1}, {true, jk::DType::Int32, 0}};
+  sig.output_dtypes = {dtype};
+  return sig;
+}
+
+// The exp example of MLX's cuda_kernel documentation (uses cooperative_groups, so CCCL headers).
+jk::CudaKernelSpec exp_spec() {
+  jk::CudaKernelSpec spec;
+  spec.name = "myexp";
+  spec.input_names = {"inp"};
+  spec.output_names = {"out"};
+  spec.source =
+      "    auto elem = cooperative_groups::this_grid().thread_rank();\n"
+      "    T tmp = inp[elem];\n"
+      "    out[elem] = exp(tmp);\n";
+  return spec;
+}
+
+jk::CallSignature exp_signature() {
+  jk::CallSignature sig;
+  sig.inputs = {{false, jk::DType::Float16, 2}};
+  sig.output_dtypes = {jk::DType::Float16};
+  jk::TemplateArg t;
+  t.name = "T";
+  t.kind = jk::TemplateArg::Kind::DType;
+  t.dtype = jk::DType::Float32;
+  sig.template_args = {t};
+  return sig;
+}
+
+const char* kRawAddSource = R"(
+extern "C" __global__ void raw_add(const float* a, const float* b, int n, float* c) {
+  const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+// Volatile sink so the compiler cannot drop the code-generation work.
+volatile std::size_t g_sink = 0;
+
+void add_cpu_cases(Suite& suite) {
+  struct Gen {
+    const char* name;
+    jk::CudaKernelSpec spec;
+    jk::CallSignature sig;
+  };
+  for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
+                  Gen{"exp_f16_seed", exp_spec(), exp_signature()}}) {
+    jk::validate_cuda_kernel_spec(g.spec);
+    auto spec = std::make_shared<jk::CudaKernelSpec>(g.spec);
+    auto sig = std::make_shared<jk::CallSignature>(g.sig);
+    suite.cases.push_back({std::string("codegen/") + g.name, "one generate_cuda_kernel", 1,
+                           [spec, sig](std::int64_t n) {
+                             auto t0 = Clock::now();
+                             for (std::int64_t i = 0; i < n; ++i)
+                               g_sink = g_sink + jk::generate_cuda_kernel(*spec, *sig).source.size();
+                             return seconds_since(t0);
+                           }});
+  }
+  for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
+                  Gen{"add_f16", add_spec(), add_signature(jk::DType::Float16)},
+                  Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
+    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::generate_cuda_kernel(g.spec, g.sig));
+    suite.cases.push_back({std::string("nvrtc/") + g.name + "_sm_90a", "one NVRTC compile to cubin", 1,
+                           [kernel](std::int64_t n) {
+                             auto t0 = Clock::now();
+                             for (std::int64_t i = 0; i < n; ++i)
+                               g_sink = g_sink + jk::cuda::compile_kernel(*kernel, "sm_90a").size();
+                             return seconds_since(t0);
+                           }});
+  }
+}
+
+// --- GPU cases -------------------------------------------------------------------
+
+struct Module {
+  jk::cuda::CUmodule handle = nullptr;
+  ~Module() {
+    if (handle) jk::cuda::driver().cuModuleUnload(handle);
+  }
+};
+
+// Device buffers and kernels shared by the launch cases (kept alive by the lambdas).
+struct GpuState {
+  static constexpr std::int64_t kElements = 1;
+  jk::cuda::OwnedArray a, b, c;
+  std::unique_ptr<jk::cuda::CudaKernel> kernel;
+  jk::cuda::KernelCall call_provided, call_alloc;
+  Module module;
+  jk::cuda::CUfunction raw = nullptr;
+};
+
+void expect_sum(const jk::cuda::OwnedArray& c, float expected, const char* what) {
+  std::vector<float> host(static_cast<std::size_t>(c.view.size()), -1.0f);
+  jk::cuda::download(c.view, host.data(), nullptr);
+  for (float v : host)
+    if (std::fabs(v - expected) > 1e-6f)
+      throw jk::Error(std::string(what) + ": wrong result " + std::to_string(v) + ", expected " +
+                      std::to_string(expected));
+}
+
+void add_gpu_cases(Suite& suite) {
+  const int device = 0;
+  const std::string arch = jk::cuda::device_info(device).arch;
+  jk::cuda::make_current(device);
+  auto st = std::make_shared<GpuState>();
+  const std::int64_t n = GpuState::kElements;
+  st->a = jk::cuda::allocate_array(device, jk::DType::Float32, {n}, nullptr);
+  st->b = jk::cuda::allocate_array(device, jk::DType::Float32, {n}, nullptr);
+  st->c = jk::cuda::allocate_array(device, jk::DType::Float32, {n}, nullptr);
+  jk::cuda::fill(st->a.view, 1.0, nullptr);
+  jk::cuda::fill(st->b.view, 2.0, nullptr);
+
+  st->kernel = std::make_unique<jk::cuda::CudaKernel>(add_spec());
+  jk::cuda::KernelCall call;
+  call.args.inputs = {st->a.view, st->b.view, jk::Scalar::of(jk::DType::Int32, static_cast<std::int32_t>(n))};
+  call.args.output_shapes = {{n}};
+  call.args.output_dtypes = {jk::DType::Float32};
+  call.args.launch.grid = {n, 1, 1};
+  call.args.launch.threadgroup = {256, 1, 1};
+  call.args.launch.stream = 0;
+  st->call_alloc = call;
+  call.args.provided_outputs = {st->c.view};
+  st->call_provided = call;
+
+  // First calls compile and load; check the results once before timing anything.
+  jk::cuda::fill(st->c.view, 0.0, nullptr);
+  (*st->kernel)(st->call_provided);
+  expect_sum(st->c, 3.0f, "launch/jitkernel_outputs");
+  auto allocated = (*st->kernel)(st->call_alloc);
+  if (allocated.size() != 1) throw jk::Error("launch/jitkernel_alloc: expected one output");
+  expect_sum(allocated[0], 3.0f, "launch/jitkernel_alloc");
+
+  const auto& drv = jk::cuda::driver();
+  std::string cubin = jk::cuda::compile_source(kRawAddSource, "raw_add.cu", arch);
+  jk::cuda::check(drv.cuModuleLoadData(&st->module.handle, cubin.data()), "cuModuleLoadData");
+  jk::cuda::check(drv.cuModuleGetFunction(&st->raw, st->module.handle, "raw_add"), "cuModuleGetFunction");
+  auto raw_launch = [st]() {
+    jk::cuda::CUlaunchConfig cfg{};
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = static_cast<unsigned>(GpuState::kElements);
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = nullptr;
+    void* pa = st->a.view.data;
+    void* pb = st->b.view.data;
+    void* pc = st->c.view.data;
+    int count = static_cast<int>(GpuState::kElements);
+    void* params[] = {&pa, &pb, &count, &pc};
+    jk::cuda::check(jk::cuda::driver().cuLaunchKernelEx(&cfg, st->raw, params, nullptr), "cuLaunchKernelEx");
+  };
+  jk::cuda::fill(st->c.view, 0.0, nullptr);
+  raw_launch();
+  expect_sum(st->c, 3.0f, "launch/raw_cuLaunchKernelEx");
+
+  auto sync = []() { jk::cuda::check(jk::cuda::driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize"); };
+  const std::string note = "one launch of a 1-element add (" + arch + ")";
+  suite.cases.push_back({"launch/raw_cuLaunchKernelEx", note, 1000, [st, raw_launch, sync](std::int64_t n) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < n; ++i) raw_launch();
+                           sync();
+                           return seconds_since(t0);
+                         }});
+  suite.cases.push_back({"launch/jitkernel_outputs", note + ", outputs provided", 1000,
+                         [st, sync](std::int64_t n) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < n; ++i) (*st->kernel)(st->call_provided);
+                           sync();
+                           return seconds_since(t0);
+                         }});
+  suite.cases.push_back({"launch/jitkernel_alloc", note + ", output allocated and freed stream-ordered", 1000,
+                         [st, sync](std::int64_t n) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < n; ++i) (*st->kernel)(st->call_alloc);
+                           sync();
+                           return seconds_since(t0);
+                         }});
+}
+
+}  // namespace
+
+std::string toolkit_summary() {
+  auto p = jk::cuda::toolkit_paths();
+  std::string s = "NVRTC " + p.nvrtc_library;
+  for (const auto& d : p.include_dirs) s += " -I" + d;
+  return s;
+}
+
+Suite make_suite() {
+  jk::cuda::configure_toolkit(toolkit_from_env());
+  Suite suite;
+  add_cpu_cases(suite);
+  if (jk::cuda::cuda_available() && jk::cuda::device_count() > 0) {
+    add_gpu_cases(suite);
+  } else {
+    std::string why = "no CUDA GPU";
+    try {
+      jk::cuda::driver();
+    } catch (const jk::Error& e) {
+      why = e.what();
+    }
+    for (const char* name : {"launch/raw_cuLaunchKernelEx", "launch/jitkernel_outputs", "launch/jitkernel_alloc"})
+      suite.skipped.push_back(std::string(name) + ": " + why);
+  }
+  return suite;
+}
+
+}  // namespace jkbench

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# One run on the GPU machine: build and install jitkernel, run the whole test suite with a GPU required, the
+# demo, the C++ benchmarks and the Python launch benchmark, then write $OUT/summary.md. Run from the
+# repository root with $OUT set (default ./.device_out):
+#
+#   bash benchmarks/device_run.sh                 # every step: info build tests demo cpp bench
+#   bash benchmarks/device_run.sh tests bench     # only these steps (after an earlier build in the same machine)
+#
+# Each step has a time limit and the run keeps going after a failing step; the whole run stays inside
+# JK_BUDGET_S seconds (default 540) so the summary is always written. JK_COMMIT names the commit when the
+# tree has no .git. Files in $OUT (8 at most, none in subfolders): summary.md build.log pytest.log junit.xml
+# demo.log cpp_bench.log bench_launch.log bench_launch.json.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/.device_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+START=$(date +%s)
+DEADLINE=$((START + ${JK_BUDGET_S:-540}))
+RESERVE=25  # seconds kept for the summary
+
+ALL_STEPS=(info build tests demo cpp bench)
+STEPS=("$@")
+[ ${#STEPS[@]} -eq 0 ] && STEPS=("${ALL_STEPS[@]}")
+for s in "${STEPS[@]}"; do
+  case " ${ALL_STEPS[*]} " in *" $s "*) ;; *) echo "unknown step '$s'; steps: ${ALL_STEPS[*]}" >&2; exit 2 ;; esac
+done
+wanted() { case " ${STEPS[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+
+declare -A STATUS SECONDS_TAKEN
+ORDER=()
+# run_step NAME LIMIT_S LOGFILE COMMAND: runs COMMAND in bash with a timeout; output to LOGFILE and stdout.
+run_step() {
+  local name=$1 limit=$2 log=$3 cmd=$4
+  ORDER+=("$name")
+  local left=$((DEADLINE - $(date +%s) - RESERVE))
+  [ "$limit" -gt "$left" ] && limit=$left
+  if [ "$limit" -lt 10 ]; then
+    STATUS[$name]="not run (time budget spent)"; SECONDS_TAKEN[$name]=0
+    echo "=== $name: not run, time budget spent"
+    return
+  fi
+  echo "=== $name (limit ${limit}s): $cmd"
+  local t0=$(date +%s) rc
+  timeout -k 10 "$limit" bash -o pipefail -c "$cmd" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  SECONDS_TAKEN[$name]=$(($(date +%s) - t0))
+  case $rc in
+    0) STATUS[$name]="pass" ;;
+    124 | 137) STATUS[$name]="TIMEOUT after ${limit}s" ;;
+    *) STATUS[$name]="FAIL (exit $rc)" ;;
+  esac
+  echo "=== $name: ${STATUS[$name]} in ${SECONDS_TAKEN[$name]}s"
+}
+
+COMMIT=${JK_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${JK_COMMIT:-}" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  COMMIT="$COMMIT+dirty"
+fi
+export JK_COMMIT=$COMMIT
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+GPU=${GPU:-no GPU (nvidia-smi failed)}
+
+if wanted info || wanted demo; then
+  rm -f "$OUT/demo.log"  # shared by both steps
+fi
+if wanted info; then
+  run_step info 30 "$OUT/demo.log" \
+    "nvidia-smi; echo commit $COMMIT; $PY --version; $PY -m pip list 2>/dev/null | grep -i -E \
+'^(torch|cupy|triton|jax|numba|cuda-|nvidia-cuda|nanobind|scikit-build|numpy|pytest|ml.dtypes|mlx)' ; \
+cmake --version | head -1; ls /usr/local/cuda/lib64/libnvrtc* 2>/dev/null"
+fi
+if wanted build; then
+  rm -f "$OUT/build.log"
+  run_step build 300 /dev/null \
+    "$PY -m pip install --no-build-isolation --no-deps -v . >'$OUT/build.log' 2>&1; rc=\$?; tail -n 5 '$OUT/build.log'; exit \$rc"
+fi
+if wanted tests; then
+  rm -f "$OUT/pytest.log" "$OUT/junit.xml"
+  run_step tests 300 "$OUT/pytest.log" \
+    "JITKERNEL_REQUIRE_GPU=1 $PY -m pytest -q -rs -p no:cacheprovider -o faulthandler_timeout=120 \
+--junitxml='$OUT/junit.xml' tests"
+fi
+if wanted demo; then
+  run_step demo 90 "$OUT/demo.log" "$PY -m jitkernel doctor; $PY -m jitkernel demo"
+fi
+if wanted cpp; then
+  rm -f "$OUT/cpp_bench.log"
+  run_step cpp 240 "$OUT/cpp_bench.log" \
+    "d=\${TMPDIR:-/tmp}/jitkernel_cpp_bench; gen=; command -v ninja >/dev/null && gen='-G Ninja'; \
+cmake -S . -B \$d \$gen -DCMAKE_BUILD_TYPE=Release -DJITKERNEL_BUILD_PYTHON=OFF -DJITKERNEL_BUILD_BENCHMARKS=ON \
+>\$d.configure.log 2>&1 || { cat \$d.configure.log; exit 1; }; grep 'jitkernel benchmarks' \$d.configure.log; \
+cmake --build \$d --target jitkernel_bench -j \$(nproc) >\$d.build.log 2>&1 || { tail -n 60 \$d.build.log; exit 1; }; \
+eval \"\$($PY benchmarks/cpp/toolkit_env.py)\"; \$d/benchmarks/cpp/jitkernel_bench"
+fi
+if wanted bench; then
+  rm -f "$OUT/bench_launch.log" "$OUT/bench_launch.json"
+  BENCH_DIR=$(mktemp -d)
+  run_step bench 240 "$OUT/bench_launch.log" "$PY benchmarks/python/bench_launch.py --out '$BENCH_DIR'"
+  [ -f "$BENCH_DIR/bench_launch.json" ] && cp "$BENCH_DIR/bench_launch.json" "$OUT/"
+fi
+
+# --- summary -------------------------------------------------------------------------------------------------
+slug=$(echo "${GPU%%,*}" | sed -e 's/^NVIDIA //' -e 's/[^A-Za-z0-9]\+/-/g' -e 's/-$//' | tr 'A-Z' 'a-z')
+{
+  echo "# jitkernel device run: ${GPU%%,*}, commit $COMMIT"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); suggested results file: benchmarks/results/$(date -u +%Y-%m-%d)_${slug}_${COMMIT%%+*}.md"
+  echo "- GPU: $GPU"
+  echo "- python: $($PY --version 2>&1) ($(command -v $PY)); total $(($(date +%s) - START)) s"
+  echo
+  echo "| step | result | seconds |"
+  echo "|---|---|---:|"
+  for s in "${ORDER[@]}"; do echo "| $s | ${STATUS[$s]} | ${SECONDS_TAKEN[$s]} |"; done
+  echo
+  if [ -f "$OUT/junit.xml" ]; then
+    echo "## Tests (JITKERNEL_REQUIRE_GPU=1)"
+    echo
+    $PY - "$OUT/junit.xml" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+n = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+passed = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
+print(f"{passed} passed, {n['failures']} failed, {n['errors']} errors, {n['skipped']} skipped ({n['tests']} collected)")
+print()
+for tag, cap in (("failure", 40), ("error", 20), ("skipped", 20)):
+    hits = [(c, c.find(tag)) for c in root.iter("testcase") if c.find(tag) is not None]
+    for case, el in hits[:cap]:
+        msg = ((el.get("message") or "").strip().splitlines() or [""])[0][:200]
+        print(f"- {tag.upper()} {case.get('classname')}::{case.get('name')}: {msg}")
+    if len(hits) > cap:
+        print(f"- ... {len(hits) - cap} more {tag} entries in junit.xml")
+EOF
+    echo
+  fi
+  if [ -f "$OUT/demo.log" ]; then
+    echo "## Demo"
+    echo
+    echo '```'
+    grep -E "PASS|FAIL|max abs error|No CUDA GPU|output:|compiled in" "$OUT/demo.log" | tail -n 8 \
+      || tail -n 8 "$OUT/demo.log"
+    echo '```'
+    echo
+  fi
+  if [ -f "$OUT/cpp_bench.log" ]; then
+    echo "## C++ benchmarks"
+    echo
+    echo '```'
+    grep -v -E "^\*\*\*WARNING|^-+$" "$OUT/cpp_bench.log" | tail -n 30
+    echo '```'
+    echo
+  fi
+  if [ -n "${BENCH_DIR:-}" ] && [ -f "$BENCH_DIR/bench_launch.md" ]; then
+    sed -e 's/^# /## /' -e 's/^## n = /### n = /' -e 's/^## First call/### First call/' "$BENCH_DIR/bench_launch.md"
+  elif [ -f "$OUT/bench_launch.log" ]; then
+    echo "## Launch benchmark (no table: last lines of its log)"
+    echo
+    echo '```'
+    tail -n 20 "$OUT/bench_launch.log"
+    echo '```'
+  fi
+} >"$OUT/summary.md" 2>&1
+echo
+cat "$OUT/summary.md"
+fail=0
+for s in "${ORDER[@]}"; do [ "${STATUS[$s]}" = pass ] || fail=1; done
+exit $fail

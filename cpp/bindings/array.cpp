@@ -1,0 +1,158 @@
+// The `jitkernel.Array` class (see array.hpp): shape/dtype/device, the DLPack
+// producer protocol (ordering the consumer's stream after the producing one),
+// __cuda_array_interface__ v3, and copies to NumPy.
+#include "array.hpp"
+
+#include <string>
+
+#include "dlpack.hpp"
+#include "dtypes.hpp"
+#include "hooks.hpp"
+#include "jitkernel/cuda/driver_api.hpp"
+
+namespace jk::py {
+namespace {
+
+nb::tuple shape_tuple(const ArrayView& v) {
+  nb::list dims;
+  for (auto s : v.shape) dims.append(s);
+  return nb::tuple(dims);
+}
+
+// __dlpack__'s `stream`: None -> legacy default, 1 legacy, 2 per-thread,
+// -1 no synchronisation, other values are stream handles.
+std::optional<std::uintptr_t> consumer_stream(nb::handle stream) {
+  if (stream.is_none()) return std::uintptr_t{0};
+  if (PyBool_Check(stream.ptr()) || !PyLong_Check(stream.ptr()))
+    throw nb::type_error("__dlpack__: stream must be None or an int");
+  long long value = PyLong_AsLongLong(stream.ptr());
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (value == -1) return std::nullopt;
+  if (value == 0)
+    throw nb::value_error("__dlpack__: stream=0 is ambiguous in DLPack; pass 1 for the legacy "
+                          "default stream or 2 for the per-thread default stream");
+  if (value < -1) throw nb::value_error("__dlpack__: stream must be -1, 1, 2 or a stream handle");
+  return value == 1 ? 0 : static_cast<std::uintptr_t>(value);
+}
+
+nb::object dlpack_method(const PyArray& self, nb::handle stream, nb::handle max_version,
+                         nb::handle dl_device, nb::handle copy) {
+  const ArrayView& v = self.array.view;
+  if (!dl_device.is_none()) {
+    auto dev = nb::cast<nb::tuple>(dl_device);
+    if (dev.size() != 2 || nb::cast<int>(dev[0]) != dlpack::kCUDA ||
+        nb::cast<int>(dev[1]) != v.device)
+      throw nb::buffer_error(("__dlpack__: the array is on CUDA device " +
+                              std::to_string(v.device) + " and can only be exported there")
+                                 .c_str());
+  }
+  if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 1)
+    throw nb::buffer_error("__dlpack__: jitkernel arrays are exported without copying; "
+                           "copy=True is not supported");
+  bool versioned = false;
+  if (!max_version.is_none()) {
+    auto mv = nb::cast<nb::tuple>(max_version);
+    versioned = mv.size() >= 1 && nb::cast<int>(mv[0]) >= 1;
+  }
+  auto consumer = consumer_stream(stream);
+  if (consumer && *consumer != self.stream) {
+    cuda::stream_wait(v.device, reinterpret_cast<cuda::CUstream>(*consumer),
+                      reinterpret_cast<cuda::CUstream>(self.stream));
+  }
+  return export_capsule(self.array, versioned);
+}
+
+// __cuda_array_interface__ typestr ("<f4", "|b1", ...); none for bfloat16.
+std::string typestr(DType d) {
+  const DTypeInfo& info = dtype_info(d);
+  char kind;
+  switch (info.dlpack_code) {
+    case 0: kind = 'i'; break;
+    case 1: kind = 'u'; break;
+    case 2: kind = 'f'; break;
+    case 5: kind = 'c'; break;
+    case 6: kind = 'b'; break;
+    default:
+      throw nb::attribute_error(("__cuda_array_interface__ cannot describe " +
+                                 std::string(info.name) + " arrays; use DLPack (__dlpack__)")
+                                    .c_str());
+  }
+  return std::string(info.size == 1 ? "|" : "<") + kind + std::to_string(info.size);
+}
+
+nb::dict cuda_array_interface(const PyArray& self) {
+  const ArrayView& v = self.array.view;
+  std::string ts = typestr(v.dtype);
+  nb::dict d;
+  d["shape"] = shape_tuple(v);
+  d["typestr"] = ts;
+  nb::list descr;
+  descr.append(nb::make_tuple("", ts));
+  d["descr"] = descr;
+  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(v.data), false);
+  d["strides"] = nb::none();  // row-contiguous
+  d["version"] = 3;
+  d["stream"] = self.stream == 0 ? std::uintptr_t{1} : self.stream;
+  return d;
+}
+
+nb::object to_numpy(const PyArray& self) {
+  const ArrayView& v = self.array.view;
+  nb::object host = hook(hooks().empty_host, "empty_host")(shape_tuple(v), dtype_name(v.dtype));
+  if (v.nbytes() > 0) {
+    nb::object data = host.attr("__array_interface__")["data"];
+    auto ptr = nb::cast<std::uintptr_t>(data[0]);
+    nb::gil_scoped_release release;  // waits for the producing stream
+    cuda::download(v, reinterpret_cast<void*>(ptr), reinterpret_cast<cuda::CUstream>(self.stream));
+  }
+  return host;
+}
+
+std::string repr(const PyArray& self) {
+  const ArrayView& v = self.array.view;
+  std::string shape = "(";
+  for (int i = 0; i < v.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(v.shape[i]);
+  if (v.ndim() == 1) shape += ",";
+  shape += ")";
+  return "jitkernel.Array(shape=" + shape + ", dtype=" + dtype_name(v.dtype) +
+         ", device=" + std::to_string(v.device) + ")";
+}
+
+void bind(nb::module_& m) {
+  nb::class_<PyArray>(m, "Array",
+                      "A device array jitkernel allocated (kernel outputs when no input came "
+                      "from PyTorch, CuPy or JAX). Shares memory through DLPack and "
+                      "__cuda_array_interface__; numpy() / np.asarray() copy it to the host.")
+      .def_prop_ro("shape", [](const PyArray& a) { return shape_tuple(a.array.view); })
+      .def_prop_ro("dtype", [](const PyArray& a) { return dtype_object(a.array.view.dtype); })
+      .def_prop_ro("device", [](const PyArray& a) { return a.array.view.device; },
+                   "CUDA device ordinal.")
+      .def_prop_ro("ndim", [](const PyArray& a) { return a.array.view.ndim(); })
+      .def_prop_ro("size", [](const PyArray& a) { return a.array.view.size(); })
+      .def_prop_ro("nbytes", [](const PyArray& a) { return a.array.view.nbytes(); })
+      .def_prop_ro("stream", [](const PyArray& a) { return a.stream; },
+                   "Handle of the stream that produced the contents (0: legacy default).")
+      .def("__dlpack__", &dlpack_method, nb::kw_only(), nb::arg("stream") = nb::none(),
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
+           nb::arg("copy") = nb::none(),
+           "DLPack export; the consumer's `stream` is ordered after the producing stream.")
+      .def("__dlpack_device__",
+           [](const PyArray& a) { return nb::make_tuple(int(dlpack::kCUDA), a.array.view.device); })
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface)
+      .def("numpy", &to_numpy, "Copies the array to a new NumPy array (waits for it).")
+      .def("__array__",
+           [](const PyArray& a, nb::handle dtype, nb::handle copy) {
+             if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 0)
+               throw nb::value_error("a jitkernel.Array lives on the GPU: converting it to "
+                                     "NumPy always copies (copy=False is impossible)");
+             nb::object host = to_numpy(a);
+             return dtype.is_none() ? host : host.attr("astype")(dtype);
+           },
+           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__repr__", &repr);
+}
+
+const Registration reg(order::array, "array", bind);
+
+}  // namespace
+}  // namespace jk::py

@@ -1,0 +1,18 @@
+// jitkernel.Array: a device array jitkernel allocated (a kernel output when no
+// input came from a framework). It owns its buffer through a shared_ptr, so
+// DLPack consumers keep the memory alive after the Python object is gone.
+#pragma once
+
+#include <cstdint>
+
+#include "bindings.hpp"
+#include "jitkernel/cuda/memory.hpp"
+
+namespace jk::py {
+
+struct PyArray {
+  cuda::OwnedArray array;
+  std::uintptr_t stream = 0;  // CUstream whose work produced the contents (0: legacy default)
+};
+
+}  // namespace jk::py

@@ -1,0 +1,780 @@
+// Argument conversion shared by the kernel factories (see convert.hpp): what
+// each Python value is, where its memory lives, which stream the launch uses,
+// and how results go back to Python.
+#include "convert.hpp"
+
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include "array.hpp"
+#include "dtypes.hpp"
+#include "hooks.hpp"
+#include "jitkernel/core/errors.hpp"
+
+namespace jk::py {
+namespace {
+
+// ---------------------------------------------------------------------------
+// What a Python type is, decided once per type by `_arrays.classify_type`.
+
+enum class Kind : std::uint8_t {
+  Unknown,
+  Bool,         // bool subclasses other than bool itself
+  Int,          // int subclasses (IntEnum, ...)
+  Float,        // float subclasses (not NumPy's float64: that is a NumpyScalar)
+  Complex,
+  NumpyScalar,  // numpy.generic, ml_dtypes scalars
+  NumpyArray,   // numpy.ndarray (read through __array_interface__: ml_dtypes work)
+  TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
+  DLPack,       // anything else with __dlpack__ / __dlpack_device__
+  HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
+};
+
+struct TypeInfo {
+  Kind kind = Kind::Unknown;
+  Framework framework = Framework::Other;
+  std::int8_t versioned_dlpack = -1;  // __dlpack__(max_version=) accepted: -1 unknown, 0 no, 1 yes
+};
+
+constexpr const char* kFrameworkNames[kNumFrameworks] = {"none", "numpy", "torch", "cupy",
+                                                          "jax",  "jitkernel", "other"};
+
+Kind kind_from(const std::string& s) {
+  static const std::pair<const char*, Kind> kKinds[] = {
+      {"bool", Kind::Bool},           {"int", Kind::Int},
+      {"float", Kind::Float},         {"complex", Kind::Complex},
+      {"numpy_scalar", Kind::NumpyScalar}, {"numpy_array", Kind::NumpyArray},
+      {"torch_tensor", Kind::TorchTensor}, {"dlpack", Kind::DLPack},
+      {"host_array", Kind::HostArray},
+  };
+  for (const auto& [name, kind] : kKinds)
+    if (s == name) return kind;
+  return Kind::Unknown;
+}
+
+Framework framework_from(const std::string& s) {
+  for (int i = 0; i < kNumFrameworks; ++i)
+    if (s == kFrameworkNames[i]) return static_cast<Framework>(i);
+  return Framework::Other;
+}
+
+// Per-framework Python callables, looked up on first use.
+struct FrameworkCache {
+  nb::object stream_getter[kNumFrameworks];
+  bool stream_getter_known[kNumFrameworks] = {};
+  nb::object converter[kNumFrameworks];
+  bool converter_known[kNumFrameworks] = {};
+  nb::object torch_strided;
+};
+
+std::unordered_map<PyTypeObject*, TypeInfo>& type_cache() {
+  static auto* cache = new std::unordered_map<PyTypeObject*, TypeInfo>();  // strong refs on keys
+  return *cache;
+}
+
+FrameworkCache& framework_cache() {
+  static auto* cache = new FrameworkCache();
+  return *cache;
+}
+
+void clear_convert_caches() {
+  auto& types = type_cache();
+  for (auto& entry : types) Py_DECREF(reinterpret_cast<PyObject*>(entry.first));
+  types.clear();
+  framework_cache() = FrameworkCache();
+}
+
+TypeInfo& classify(nb::handle obj) {
+  PyTypeObject* tp = Py_TYPE(obj.ptr());
+  auto& cache = type_cache();
+  auto it = cache.find(tp);
+  if (it != cache.end()) return it->second;
+  nb::tuple r = nb::cast<nb::tuple>(
+      hook(hooks().classify_type, "classify_type")(nb::handle(reinterpret_cast<PyObject*>(tp))));
+  TypeInfo info;
+  info.kind = kind_from(nb::cast<std::string>(r[0]));
+  info.framework = framework_from(nb::cast<std::string>(r[1]));
+  Py_INCREF(reinterpret_cast<PyObject*>(tp));
+  return cache.emplace(tp, info).first->second;
+}
+
+std::string py_type_name(nb::handle obj) {
+  nb::handle tp = obj.type();
+  std::string qual = nb::hasattr(tp, "__qualname__")
+                         ? nb::cast<std::string>(nb::str(tp.attr("__qualname__")))
+                         : std::string(Py_TYPE(obj.ptr())->tp_name);
+  std::string mod = nb::hasattr(tp, "__module__")
+                        ? nb::cast<std::string>(nb::str(tp.attr("__module__")))
+                        : std::string();
+  return mod.empty() || mod == "builtins" ? qual : mod + "." + qual;
+}
+
+std::string python_error_text(nb::python_error& e) {
+  std::string text = nb::cast<std::string>(nb::str(e.value()));
+  std::string name = nb::cast<std::string>(nb::str(e.type().attr("__name__")));
+  return text.empty() ? name : name + ": " + text;
+}
+
+nb::handle seq_item(nb::handle seq, std::size_t i) {
+  return PyList_Check(seq.ptr()) ? PyList_GET_ITEM(seq.ptr(), i) : PyTuple_GET_ITEM(seq.ptr(), i);
+}
+
+std::string count_noun(std::size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Host arrays.
+
+ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where) {
+  ArrayView v;
+  v.device = kHostDevice;
+  v.dtype = dtype_arg(arr.attr("dtype"), argument, where);
+  nb::dict ai = nb::cast<nb::dict>(arr.attr("__array_interface__"));
+  nb::tuple data = nb::cast<nb::tuple>(ai["data"]);
+  v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
+  nb::tuple shape = nb::cast<nb::tuple>(ai["shape"]);
+  v.shape.reserve(shape.size());
+  for (nb::handle s : shape) v.shape.push_back(nb::cast<std::int64_t>(s));
+  nb::object strides = ai.contains("strides") ? nb::object(ai["strides"]) : nb::none();
+  if (strides.is_none()) {
+    v.strides = row_major_strides(v.shape);
+  } else {
+    const auto itemsize = static_cast<std::int64_t>(dtype_size(v.dtype));
+    for (nb::handle s : nb::cast<nb::tuple>(strides)) {
+      auto bytes = nb::cast<std::int64_t>(s);
+      if (bytes % itemsize != 0)
+        throw ArgumentError(argument, where.prefix() + "its strides (" + std::to_string(bytes) +
+                                          " bytes) are not a multiple of its itemsize; copy it "
+                                          "with numpy.ascontiguousarray first");
+      v.strides.push_back(bytes / itemsize);
+    }
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Device arrays.
+
+// __dlpack__(stream=..., max_version=(1, 0)) when the type accepts it (learned
+// once per type), else the pre-1.0 form.
+nb::object call_dlpack(nb::handle obj, TypeInfo& info, nb::handle stream) {
+  using namespace nb::literals;
+  nb::object method = obj.attr("__dlpack__");
+  if (info.versioned_dlpack != 0) {
+    try {
+      nb::object capsule = method("stream"_a = stream, "max_version"_a = nb::make_tuple(1, 0));
+      info.versioned_dlpack = 1;
+      return capsule;
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+      // A pre-1.0 producer (or another TypeError, which the retry raises again).
+      if (info.versioned_dlpack == -1) info.versioned_dlpack = 0;
+    }
+  }
+  return method("stream"_a = stream);
+}
+
+// Consumes the DLPack export of `obj` (ordered on `stream` for device arrays).
+ImportedTensor dlpack_import(nb::handle obj, TypeInfo& info, std::optional<std::uintptr_t> stream,
+                             Borrowed& borrowed, const char* argument, const ItemRef& where) {
+  nb::object stream_value =
+      stream ? nb::object(nb::int_(dlpack::stream_argument(*stream))) : nb::none();
+  nb::object capsule;
+  try {
+    capsule = call_dlpack(obj, info, stream_value);
+  } catch (nb::python_error& e) {
+    throw ArgumentError(argument, where.prefix() + "exporting it through DLPack failed (" +
+                                      python_error_text(e) + ")");
+  }
+  borrowed.imports.emplace_back();
+  return import_capsule(capsule, borrowed.imports.back(), argument, where);
+}
+
+std::pair<int, int> dlpack_device(nb::handle obj, const char* argument, const ItemRef& where) {
+  try {
+    nb::tuple dev = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+    return {nb::cast<int>(dev[0]), nb::cast<int>(dev[1])};
+  } catch (nb::python_error& e) {
+    throw ArgumentError(argument, where.prefix() + "__dlpack_device__() failed (" +
+                                      python_error_text(e) + ")");
+  }
+}
+
+// An exact torch.Tensor read through its attributes instead of DLPack: valid
+// when the launch runs on torch's current stream (no ordering needed). Returns
+// false for tensors DLPack must handle (sparse/other layouts, complex: conj bits).
+bool torch_view(nb::handle t, int device, const char* argument, const ItemRef& where,
+                ArrayView* out) {
+  FrameworkCache& fc = framework_cache();
+  if (!fc.torch_strided.is_valid())
+    fc.torch_strided = nb::module_::import_("torch").attr("strided");
+  if (!nb::object(t.attr("layout")).is(fc.torch_strided)) return false;
+  DType dtype = dtype_arg(t.attr("dtype"), argument, where);
+  if (dtype == DType::Complex64) return false;
+  ArrayView v;
+  v.dtype = dtype;
+  v.device = device;
+  nb::tuple shape = nb::cast<nb::tuple>(t.attr("shape"));
+  nb::tuple strides = nb::cast<nb::tuple>(t.attr("stride")());
+  v.shape.reserve(shape.size());
+  v.strides.reserve(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    v.shape.push_back(PyLong_AsLongLong(shape[i].ptr()));
+    v.strides.push_back(PyLong_AsLongLong(strides[i].ptr()));
+  }
+  if (PyErr_Occurred()) throw nb::python_error();
+  v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(t.attr("data_ptr")()));
+  *out = std::move(v);
+  return true;
+}
+
+// An input or output whose import waits until the launch stream is known.
+struct PendingArray {
+  std::size_t index;
+  nb::handle obj;
+  TypeInfo* info;  // null for jk.Array
+  int device;
+};
+
+std::uintptr_t framework_current_stream(Framework fw, int device) {
+  FrameworkCache& fc = framework_cache();
+  const int i = static_cast<int>(fw);
+  if (!fc.stream_getter_known[i]) {
+    fc.stream_getter[i] = hook(hooks().current_stream, "current_stream")(kFrameworkNames[i]);
+    fc.stream_getter_known[i] = true;
+  }
+  if (fc.stream_getter[i].is_none()) return 0;
+  return nb::cast<std::uintptr_t>(fc.stream_getter[i](device));
+}
+
+nb::handle output_converter(Framework fw) {
+  FrameworkCache& fc = framework_cache();
+  const int i = static_cast<int>(fw);
+  if (!fc.converter_known[i]) {
+    fc.converter[i] = hook(hooks().output_converter, "output_converter")(kFrameworkNames[i]);
+    fc.converter_known[i] = true;
+  }
+  return fc.converter[i];
+}
+
+// Classification of one array argument (input or `outputs=` entry) that is not
+// a scalar: host arrays are converted at once; device arrays are recorded in
+// `pending` for import once the stream is known. Returns the framework of a
+// device array, or Framework::None for host arrays.
+Framework classify_array(nb::handle item, std::size_t index, const char* argument,
+                         const ItemRef& where, Borrowed& borrowed, std::vector<PendingArray>& pending,
+                         ArrayView* host_view, bool* is_host) {
+  *is_host = false;
+  if (nb::isinstance<PyArray>(item)) {
+    pending.push_back({index, item, nullptr, nb::inst_ptr<PyArray>(item)->array.view.device});
+    return Framework::JitKernel;
+  }
+  TypeInfo& info = classify(item);
+  switch (info.kind) {
+    case Kind::NumpyArray:
+      *host_view = numpy_view(item, argument, where);
+      *is_host = true;
+      return Framework::None;
+    case Kind::HostArray: {
+      nb::object arr;
+      try {
+        arr = hook(hooks().host_array, "host_array")(item);
+      } catch (nb::python_error& e) {
+        throw ArgumentTypeError(argument, where.prefix() + "cannot read " + py_type_name(item) +
+                                              " as an array (" + python_error_text(e) + ")");
+      }
+      *host_view = numpy_view(arr, argument, where);
+      borrowed.objects.push_back(std::move(arr));
+      *is_host = true;
+      return Framework::None;
+    }
+    case Kind::TorchTensor:
+      if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
+        pending.push_back({index, item, &info, nb::cast<int>(item.attr("get_device")())});
+        return Framework::Torch;
+      }
+      [[fallthrough]];  // CPU (or other-device) tensors: DLPack decides
+    case Kind::DLPack: {
+      auto [type, id] = dlpack_device(item, argument, where);
+      if (type == dlpack::kCUDA || type == dlpack::kCUDAManaged) {
+        pending.push_back({index, item, &info, id});
+        return info.framework == Framework::None ? Framework::Other : info.framework;
+      }
+      // Host memory, or a device jitkernel rejects: import_capsule says which.
+      ImportedTensor t = dlpack_import(item, info, std::nullopt, borrowed, argument, where);
+      *host_view = std::move(t.view);
+      *is_host = true;
+      return Framework::None;
+    }
+    default:
+      throw ArgumentTypeError(
+          argument, where.prefix() + "expected an array (anything with __dlpack__: PyTorch, "
+                                     "CuPy, JAX, jitkernel; or a NumPy array)" +
+                        (std::string(argument) == "inputs" ? " or a Python scalar" : "") +
+                        ", got " + py_type_name(item));
+  }
+}
+
+// Imports a pending device array for a launch on `stream`.
+ImportedTensor import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
+                              Borrowed& borrowed, const char* argument, const ItemRef& where) {
+  ImportedTensor t;
+  if (!p.info) {  // jk.Array: order the launch after the stream that produced it
+    const PyArray* a = nb::inst_ptr<PyArray>(p.obj);
+    if (a->stream != stream)
+      cuda::stream_wait(a->array.view.device, reinterpret_cast<cuda::CUstream>(stream),
+                        reinterpret_cast<cuda::CUstream>(a->stream));
+    t.view = a->array.view;
+    return t;
+  }
+  if (torch_direct && p.info->kind == Kind::TorchTensor &&
+      torch_view(p.obj, p.device, argument, where, &t.view))
+    return t;
+  return dlpack_import(p.obj, *p.info, stream, borrowed, argument, where);
+}
+
+template <typename Fn>
+void for_each_item(nb::handle seq, Fn&& fn) {
+  const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(seq.ptr()));
+  for (std::size_t i = 0; i < n; ++i) fn(i, seq_item(seq, i));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Small parsers.
+
+std::size_t sequence_arg(nb::handle value, const char* argument, const char* expected) {
+  if (!value.is_valid() || !(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
+    throw ArgumentTypeError(argument, std::string("expected ") + expected + ", got " +
+                                          (value.is_valid() ? py_type_name(value) : "nothing"));
+  return static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
+}
+
+IntResult int_value(nb::handle value, std::int64_t* out) {
+  PyObject* o = value.ptr();
+  if (PyBool_Check(o)) return IntResult::NotInt;
+  nb::object index;
+  if (!PyLong_Check(o)) {
+    // NumPy integers (NumPy bools refuse __index__).
+    if (!PyIndex_Check(o)) return IntResult::NotInt;
+    PyObject* i = PyNumber_Index(o);
+    if (!i) {
+      PyErr_Clear();
+      return IntResult::NotInt;
+    }
+    index = nb::steal(i);
+    o = i;
+  }
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow) return IntResult::Overflow;
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  *out = x;
+  return IntResult::Ok;
+}
+
+Dim3 dim3_arg(nb::handle value, const char* argument) {
+  const std::string expected = "a tuple of 3 positive ints (x, y, z)";
+  std::size_t n = sequence_arg(value, argument, expected.c_str());
+  if (n != 3)
+    throw ArgumentError(argument, "expected " + expected + ", got " + count_noun(n, "value"));
+  std::int64_t v[3];
+  for (std::size_t i = 0; i < 3; ++i) {
+    nb::handle item = seq_item(value, i);
+    IntResult r = int_value(item, &v[i]);
+    if (r == IntResult::NotInt)
+      throw ArgumentTypeError(argument, "expected " + expected + "; entry " + std::to_string(i) +
+                                            " is " + py_type_name(item));
+    if (r == IntResult::Overflow || v[i] <= 0)
+      throw ArgumentError(argument, "expected " + expected + "; entry " + std::to_string(i) +
+                                        " is " + nb::cast<std::string>(nb::repr(item)));
+  }
+  return Dim3{v[0], v[1], v[2]};
+}
+
+std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where) {
+  if (!(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
+    throw ArgumentTypeError(argument, where.prefix() + "a shape must be a tuple or list of "
+                                                       "non-negative ints, got " +
+                                          py_type_name(value));
+  std::vector<std::int64_t> shape;
+  const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
+  shape.reserve(n);
+  std::int64_t total = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    nb::handle item = seq_item(value, i);
+    std::int64_t d = 0;
+    IntResult r = int_value(item, &d);
+    if (r == IntResult::NotInt)
+      throw ArgumentTypeError(argument, where.prefix() + "dimension " + std::to_string(i) +
+                                            " must be an int, got " + py_type_name(item));
+    if (r == IntResult::Overflow || d < 0)
+      throw ArgumentError(argument, where.prefix() + "dimension " + std::to_string(i) + " is " +
+                                        nb::cast<std::string>(nb::repr(item)) +
+                                        "; dimensions must be non-negative ints");
+    if (d != 0 && total > std::numeric_limits<std::int64_t>::max() / 16 / d)
+      throw ArgumentError(argument, where.prefix() + "the shape has too many elements");
+    total *= d;
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+std::optional<double> init_value_arg(nb::handle value) {
+  if (!value.is_valid() || value.is_none()) return std::nullopt;
+  PyObject* o = value.ptr();
+  bool real = PyFloat_Check(o) || PyLong_Check(o);  // bool included
+  if (!real && !nb::isinstance<PyArray>(value) && classify(value).kind == Kind::NumpyScalar) {
+    // NumPy bool/int/float scalars and ml_dtypes floats (kind 'V'), not complex.
+    std::string kind = nb::cast<std::string>(value.attr("dtype").attr("kind"));
+    real = kind == "b" || kind == "i" || kind == "u" || kind == "f" || kind == "V";
+  }
+  if (!real)
+    throw ArgumentTypeError("init_value", "expected a number (the value every output is filled "
+                                          "with) or None, got " +
+                                              py_type_name(value));
+  double d = PyFloat_AsDouble(o);
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw ArgumentError("init_value", nb::cast<std::string>(nb::repr(value)) +
+                                          " cannot be converted to a float");
+  }
+  return d;
+}
+
+std::optional<std::uintptr_t> stream_arg(nb::handle value) {
+  if (!value.is_valid() || value.is_none()) return std::nullopt;
+  std::int64_t v = 0;
+  IntResult r = PyLong_Check(value.ptr()) ? int_value(value, &v) : IntResult::NotInt;
+  if (r == IntResult::NotInt) {
+    if (PyBool_Check(value.ptr()))
+      throw ArgumentTypeError("stream", "expected a stream (int handle, an object with "
+                                        "__cuda_stream__, torch.cuda.Stream, cupy Stream), got bool");
+    // Protocol objects and framework streams (python/jitkernel/_streams.py).
+    nb::object h = hook(hooks().stream_handle, "stream_handle")(value);
+    return nb::cast<std::uintptr_t>(h);
+  }
+  if (r == IntResult::Overflow || v < 0)
+    throw ArgumentError("stream", "a stream handle must be a non-negative int, got " +
+                                      nb::cast<std::string>(nb::repr(value)));
+  return static_cast<std::uintptr_t>(v);
+}
+
+bool scalar_value(nb::handle value, bool widen_int, const char* argument, const ItemRef& where,
+                  Scalar* out) {
+  PyObject* o = value.ptr();
+  PyTypeObject* tp = Py_TYPE(o);
+  Kind kind;
+  if (tp == &PyBool_Type) kind = Kind::Bool;
+  else if (tp == &PyLong_Type) kind = Kind::Int;
+  else if (tp == &PyFloat_Type) kind = Kind::Float;
+  else if (tp == &PyComplex_Type) kind = Kind::Complex;
+  else if (nb::isinstance<PyArray>(value)) return false;
+  else kind = classify(value).kind;
+
+  switch (kind) {
+    case Kind::Bool:
+      *out = Scalar::of<bool>(DType::Bool, PyObject_IsTrue(o) == 1);
+      return true;
+    case Kind::Int: {
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+      std::string repr_text;
+      if (overflow)
+        throw ArgumentError(argument, where.prefix() + "the integer " +
+                                          nb::cast<std::string>(nb::repr(value)) +
+                                          " does not fit in int64");
+      if (x >= std::numeric_limits<std::int32_t>::min() &&
+          x <= std::numeric_limits<std::int32_t>::max()) {
+        *out = Scalar::of<std::int32_t>(DType::Int32, static_cast<std::int32_t>(x));
+      } else if (widen_int) {
+        *out = Scalar::of<std::int64_t>(DType::Int64, x);
+      } else {
+        throw ArgumentError(argument, where.prefix() + "the integer " + std::to_string(x) +
+                                          " does not fit in int32 (Python ints pass as int32); "
+                                          "pass numpy.int64(" + std::to_string(x) +
+                                          ") for a 64-bit parameter");
+      }
+      return true;
+    }
+    case Kind::Float: {
+      double d = PyFloat_AsDouble(o);
+      if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+      *out = Scalar::of<float>(DType::Float32, static_cast<float>(d));
+      return true;
+    }
+    case Kind::Complex: {
+      Py_complex c = PyComplex_AsCComplex(o);
+      if (c.real == -1.0 && PyErr_Occurred()) throw nb::python_error();
+      float parts[2] = {static_cast<float>(c.real), static_cast<float>(c.imag)};
+      Scalar s;
+      s.dtype = DType::Complex64;
+      std::memcpy(s.bytes, parts, sizeof(parts));
+      *out = s;
+      return true;
+    }
+    case Kind::NumpyScalar: {
+      DType d = dtype_arg(value.attr("dtype"), argument, where);
+      nb::object bytes = value.attr("tobytes")();
+      char* data = nullptr;
+      Py_ssize_t n = 0;
+      if (PyBytes_AsStringAndSize(bytes.ptr(), &data, &n) != 0) throw nb::python_error();
+      if (static_cast<std::size_t>(n) != dtype_size(d) || n > 8)
+        throw ArgumentTypeError(argument, where.prefix() + "a " + py_type_name(value) + " scalar of " +
+                                              std::to_string(n) + " bytes cannot pass as " +
+                                              dtype_name(d));
+      Scalar s;
+      s.dtype = d;
+      std::memcpy(s.bytes, data, static_cast<std::size_t>(n));
+      *out = s;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Outputs' dtypes and the signature-only path.
+
+std::vector<DType> output_dtypes_arg(nb::handle output_dtypes,
+                                     const std::vector<std::string>* names) {
+  std::size_t n = sequence_arg(output_dtypes, "output_dtypes", "a list of dtypes, one per output");
+  if (names && n != names->size())
+    throw ArgumentError("output_dtypes", "expected " + count_noun(names->size(), "dtype") +
+                                             " (output_names: " + joined(*names) + "), got " +
+                                             std::to_string(n));
+  std::vector<DType> dtypes;
+  dtypes.reserve(n);
+  for_each_item(output_dtypes, [&](std::size_t i, nb::handle item) {
+    dtypes.push_back(dtype_arg(item, "output_dtypes", ItemRef{"output", i, names}));
+  });
+  return dtypes;
+}
+
+static std::size_t checked_input_count(nb::handle inputs, const std::vector<std::string>* names) {
+  std::size_t n = sequence_arg(inputs, "inputs", "a list of arrays and scalars");
+  if (names && n != names->size())
+    throw ArgumentError("inputs", "expected " + count_noun(names->size(), "input") +
+                                      " (input_names: " + joined(*names) + "), got " +
+                                      std::to_string(n));
+  return n;
+}
+
+std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
+                                               const std::vector<std::string>* names,
+                                               bool widen_int_scalars) {
+  checked_input_count(inputs, names);
+  std::vector<cuda::KernelInput> out;
+  Borrowed borrowed;
+  for_each_item(inputs, [&](std::size_t i, nb::handle item) {
+    ItemRef where{"input", i, names};
+    Scalar s;
+    if (scalar_value(item, widen_int_scalars, "inputs", where, &s)) {
+      out.emplace_back(s);
+      return;
+    }
+    std::vector<PendingArray> pending;
+    ArrayView view;
+    bool is_host = false;
+    classify_array(item, i, "inputs", where, borrowed, pending, &view, &is_host);
+    if (!is_host) {
+      // Device array: its dtype and shape are all a signature needs.
+      const PendingArray& p = pending.back();
+      if (!p.info) {
+        view = nb::inst_ptr<PyArray>(p.obj)->array.view;
+      } else if (nb::hasattr(p.obj, "dtype") && nb::hasattr(p.obj, "shape")) {
+        view.dtype = dtype_arg(p.obj.attr("dtype"), "inputs", where);
+        nb::object shape = p.obj.attr("shape");
+        for (nb::handle d : shape) view.shape.push_back(nb::cast<std::int64_t>(d));
+        view.strides = row_major_strides(view.shape);
+        view.device = p.device;
+      } else {
+        view = dlpack_import(p.obj, *p.info, std::nullopt, borrowed, "inputs", where).view;
+      }
+      view.data = nullptr;
+    }
+    out.emplace_back(std::move(view));
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The whole call.
+
+void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out) {
+  const auto* in_names = in.input_names;
+  const auto* out_names = in.output_names;
+
+  // outputs= (imported once the stream is known).
+  const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();
+  std::size_t n_provided = 0;
+  if (have_provided) {
+    n_provided = sequence_arg(in.outputs, "outputs", "a list of device arrays, one per output");
+    out.provided_outputs = in.outputs;
+  }
+
+  // Output shapes and dtypes (may be omitted when outputs= gives them).
+  const bool have_shapes = in.output_shapes.is_valid() && !in.output_shapes.is_none();
+  const bool have_dtypes = in.output_dtypes.is_valid() && !in.output_dtypes.is_none();
+  if (!have_shapes && !have_provided)
+    throw ArgumentTypeError("output_shapes", "required: a list with one shape per output");
+  if (!have_dtypes && !have_provided)
+    throw ArgumentTypeError("output_dtypes", "required: a list with one dtype per output");
+  if (have_shapes) {
+    std::size_t n = sequence_arg(in.output_shapes, "output_shapes",
+                                 "a list of shapes (tuples of ints), one per output");
+    if (out_names && n != out_names->size())
+      throw ArgumentError("output_shapes", "expected " + count_noun(out_names->size(), "shape") +
+                                               " (output_names: " + joined(*out_names) +
+                                               "), got " + std::to_string(n));
+    args.output_shapes.reserve(n);
+    for_each_item(in.output_shapes, [&](std::size_t i, nb::handle item) {
+      args.output_shapes.push_back(shape_arg(item, "output_shapes", ItemRef{"output", i, out_names}));
+    });
+  }
+  if (have_dtypes) args.output_dtypes = output_dtypes_arg(in.output_dtypes, out_names);
+  if (have_shapes && have_dtypes && args.output_shapes.size() != args.output_dtypes.size())
+    throw ArgumentError("output_dtypes", "has " + std::to_string(args.output_dtypes.size()) +
+                                             " entries but output_shapes has " +
+                                             std::to_string(args.output_shapes.size()) +
+                                             "; give one shape and one dtype per output");
+  const std::size_t n_outputs = have_shapes ? args.output_shapes.size()
+                                : have_dtypes ? args.output_dtypes.size()
+                                : out_names   ? out_names->size()
+                                              : n_provided;
+  if (have_provided && n_provided != n_outputs)
+    throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
+                                       " (one per output), got " + std::to_string(n_provided));
+
+  args.launch.grid = dim3_arg(in.grid, "grid");
+  args.launch.threadgroup = dim3_arg(in.threadgroup, "threadgroup");
+  args.init_value = init_value_arg(in.init_value);
+  const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.stream);
+
+  // Inputs: scalars and host arrays now, device arrays once the stream is known.
+  const std::size_t n_inputs = checked_input_count(in.inputs, in_names);
+  args.inputs.reserve(n_inputs);
+  std::vector<PendingArray> pending;
+  Framework framework = Framework::None;
+  int framework_device = 0;
+  for_each_item(in.inputs, [&](std::size_t i, nb::handle item) {
+    ItemRef where{"input", i, in_names};
+    Scalar s;
+    if (scalar_value(item, in.widen_int_scalars, "inputs", where, &s)) {
+      args.inputs.emplace_back(s);
+      return;
+    }
+    ArrayView host;
+    bool is_host = false;
+    Framework fw = classify_array(item, i, "inputs", where, out.borrowed, pending, &host, &is_host);
+    if (is_host) {
+      args.inputs.emplace_back(std::move(host));
+      return;
+    }
+    if (framework == Framework::None) {
+      framework = fw;
+      framework_device = pending.back().device;
+    }
+    args.inputs.emplace_back(ArrayView{});  // filled below
+  });
+
+  // The launch stream.
+  out.framework = framework;
+  if (explicit_stream) {
+    args.launch.stream = *explicit_stream;
+  } else if (framework == Framework::Torch || framework == Framework::CuPy) {
+    args.launch.stream = framework_current_stream(framework, framework_device);
+    out.stream_is_framework_current = true;
+  } else {
+    args.launch.stream = 0;
+  }
+  const std::uintptr_t stream = args.launch.stream;
+  out.stream = stream;
+  const bool torch_direct = out.stream_is_framework_current && framework == Framework::Torch;
+
+  for (const PendingArray& p : pending) {
+    ItemRef where{"input", p.index, in_names};
+    args.inputs[p.index] =
+        import_pending(p, stream, torch_direct, out.borrowed, "inputs", where).view;
+  }
+
+  // Caller-provided outputs: device arrays only, writable.
+  if (have_provided) {
+    args.provided_outputs.reserve(n_provided);
+    for_each_item(in.outputs, [&](std::size_t j, nb::handle item) {
+      ItemRef where{"output", j, out_names};
+      std::vector<PendingArray> one;
+      ArrayView host;
+      bool is_host = false;
+      if (!nb::isinstance<PyArray>(item)) {
+        TypeInfo& info = classify(item);
+        if (info.framework == Framework::Jax)
+          throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
+                                                          "be written by a kernel; omit outputs= "
+                                                          "to get new JAX arrays");
+        if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
+          throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
+                                                              "arrays, got host memory (" +
+                                                                 py_type_name(item) + ")");
+      }
+      classify_array(item, j, "outputs", where, out.borrowed, one, &host, &is_host);
+      if (is_host)
+        throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
+                                                            "got host memory (" +
+                                                               py_type_name(item) + ")");
+      ImportedTensor t = import_pending(one.back(), stream, torch_direct, out.borrowed, "outputs", where);
+      if (t.read_only)
+        throw ArgumentError("outputs", where.prefix() + "the array is read-only");
+      args.provided_outputs.push_back(std::move(t.view));
+    });
+    if (!have_shapes)
+      for (const auto& v : args.provided_outputs) args.output_shapes.push_back(v.shape);
+    if (!have_dtypes)
+      for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
+  }
+}
+
+nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call) {
+  nb::list out;
+  if (call.provided_outputs.is_valid()) {
+    for_each_item(call.provided_outputs, [&](std::size_t, nb::handle item) { out.append(item); });
+    return out;
+  }
+  const Framework fw = call.framework;
+  nb::handle converter;
+  if (fw == Framework::Torch || fw == Framework::CuPy || fw == Framework::Jax)
+    converter = output_converter(fw);
+  const bool converter_valid = converter.is_valid() && !converter.is_none();
+  // Torch on its own current stream: hand over a capsule (no stream ordering
+  // needed, skipping the protocol's round trips). Otherwise the framework
+  // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
+  const bool capsule_direct = fw == Framework::Torch && call.stream_is_framework_current;
+  for (auto& r : results) {
+    if (converter_valid && capsule_direct) {
+      out.append(converter(export_capsule(r, false)));
+      continue;
+    }
+    nb::object arr = nb::cast(PyArray{std::move(r), call.stream});
+    out.append(converter_valid ? converter(arr) : arr);
+  }
+  return out;
+}
+
+namespace {
+void bind(nb::module_&) { on_clear_caches(&clear_convert_caches); }
+const Registration reg(order::hooks, "convert", bind);
+}  // namespace
+
+}  // namespace jk::py

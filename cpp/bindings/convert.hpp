@@ -1,0 +1,108 @@
+// Argument conversion shared by every kernel factory binding (cuda_kernel in
+// kernel.cpp, precompiled_cuda_kernel in precompiled.cpp): Python inputs,
+// outputs=, stream, output shapes/dtypes, grid/threadgroup and init_value ->
+// jk::cuda::CallArguments, and the launch's results back to Python in the
+// inputs' framework. Factories call convert_call(), launch, then
+// wrap_outputs(); `scalars=`-style arguments use scalar_value(). Do not
+// re-implement any of this in another binding file.
+//
+// Rules (python/jitkernel/_arrays.py and _streams.py hold the Python halves):
+// - inputs: device arrays via DLPack (`__dlpack__(stream=<launch stream>)`,
+//   capsules consumed and released after the launch is enqueued; exact
+//   torch.Tensor on the framework's current stream is read without DLPack),
+//   jk.Array directly, NumPy / ml_dtypes / host DLPack arrays as host views
+//   (the core uploads them), Python and NumPy scalars by value.
+// - stream: None -> the current stream of the first device-array input's
+//   framework (torch, CuPy), else the legacy default stream (0); an int
+//   handle; an object with __cuda_stream__; torch / CuPy stream objects.
+// - outputs: returned in the framework of the first device-array input
+//   (zero-copy through DLPack), jk.Array without one, or the caller's
+//   `outputs=` objects themselves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "dlpack.hpp"
+#include "jitkernel/core/array_view.hpp"
+#include "jitkernel/cuda/launch.hpp"
+
+namespace jk::py {
+
+enum class Framework : std::uint8_t { None, NumPy, Torch, CuPy, Jax, JitKernel, Other };
+inline constexpr int kNumFrameworks = 7;
+
+// What a call borrows from Python until its launch has been enqueued:
+// consumed DLPack tensors (their deleters run when this is destroyed) and
+// temporary host arrays. Destroy it after the launch, with the GIL held.
+struct Borrowed {
+  std::vector<DLPackImport> imports;
+  std::vector<nb::object> objects;
+};
+
+// The Python values of the arguments every factory shares (borrowed handles;
+// null or None where not given).
+struct CallInputs {
+  nb::handle inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs;
+  // Names for messages and count checks (cuda_kernel); null: any count, and
+  // output_shapes / output_dtypes must have equal lengths (precompiled).
+  const std::vector<std::string>* input_names = nullptr;
+  const std::vector<std::string>* output_names = nullptr;
+  // Python ints out of int32 range: true -> int64 (cuda_kernel, as MLX),
+  // false -> ArgumentError (fixed C parameter types).
+  bool widen_int_scalars = true;
+};
+
+// What convert_call learned that the launch itself does not need. Keep it
+// alive until the launch has been enqueued, then pass it to wrap_outputs.
+struct ConvertedCall {
+  Borrowed borrowed;
+  Framework framework = Framework::None;     // of the first device-array input
+  std::uintptr_t stream = 0;                 // the launch stream (also in args.launch.stream)
+  bool stream_is_framework_current = false;  // `stream` is that framework's current stream
+  nb::handle provided_outputs;               // the caller's `outputs=` sequence, or null
+};
+
+// Validates and converts into `args` (inputs, output shapes/dtypes, provided
+// outputs, init_value, launch grid/threadgroup/stream; ensure_row_contiguous
+// and shared_memory are left to the caller). Every argument error is raised
+// (jk::ArgumentError / ArgumentTypeError naming the argument) before any CUDA
+// work; the CUDA work it does do is the framework's stream lookup, producers'
+// DLPack exports and ordering jk.Array inputs after their producing stream.
+void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out);
+
+// The results of a launch as the call's return value (a list).
+nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call);
+
+// Signature-only conversion (dtypes, ndims, scalar or not) for source() /
+// compile(): no CUDA, no data access, no DLPack export of device arrays.
+std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
+                                               const std::vector<std::string>* names,
+                                               bool widen_int_scalars);
+std::vector<DType> output_dtypes_arg(nb::handle output_dtypes, const std::vector<std::string>* names);
+
+// A Python or NumPy scalar by value: bool -> bool, int -> int32 (int64 when
+// `widen_int` and out of int32 range, else ArgumentError), float -> float32,
+// complex -> complex64, NumPy scalars keep their exact dtype. Returns false
+// (and leaves `out` alone) when `value` is not a scalar.
+bool scalar_value(nb::handle value, bool widen_int, const char* argument, const ItemRef& where,
+                  Scalar* out);
+
+// Small argument parsers (typed errors naming `argument`).
+Dim3 dim3_arg(nb::handle value, const char* argument);
+std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where);
+std::optional<double> init_value_arg(nb::handle value);
+// None -> nullopt (convert_call then takes the inputs' framework's stream).
+std::optional<std::uintptr_t> stream_arg(nb::handle value);
+// A list or tuple (incl. subclasses such as torch.Size); else ArgumentTypeError
+// "<argument>: expected <expected>, got <type>". Returns its length.
+std::size_t sequence_arg(nb::handle value, const char* argument, const char* expected);
+
+// Python ints and NumPy integers (never bools).
+enum class IntResult { NotInt, Ok, Overflow };
+IntResult int_value(nb::handle value, std::int64_t* out);
+
+}  // namespace jk::py

@@ -1,0 +1,112 @@
+// DLPack on the C++ side: the struct layouts of the DLPack specification
+// (v1.x, declared here rather than vendoring dlpack.h), importing a
+// producer's capsule into an ArrayView that stays valid while a DLPackImport
+// owns it, and exporting jitkernel device arrays as capsules whose deleter
+// keeps the device buffer alive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bindings.hpp"
+#include "jitkernel/core/array_view.hpp"
+#include "jitkernel/cuda/memory.hpp"
+
+namespace jk::py {
+namespace dlpack {
+
+enum DeviceType : std::int32_t {
+  kCPU = 1,
+  kCUDA = 2,
+  kCUDAHost = 3,
+  kROCM = 10,
+  kCUDAManaged = 13,
+};
+
+struct Device {
+  std::int32_t device_type;
+  std::int32_t device_id;
+};
+struct DataType {
+  std::uint8_t code;
+  std::uint8_t bits;
+  std::uint16_t lanes;
+};
+struct Tensor {
+  void* data;
+  Device device;
+  std::int32_t ndim;
+  DataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;  // in elements; NULL means row-major
+  std::uint64_t byte_offset;
+};
+struct ManagedTensor {  // capsule "dltensor"
+  Tensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensor*);
+};
+struct Version {
+  std::uint32_t major;
+  std::uint32_t minor;
+};
+struct ManagedTensorVersioned {  // capsule "dltensor_versioned" (DLPack >= 1.0)
+  Version version;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensorVersioned*);
+  std::uint64_t flags;
+  Tensor dl_tensor;
+};
+inline constexpr std::uint64_t kFlagReadOnly = 1;
+
+// The `stream` value to pass to a producer's __dlpack__ for a CUstream handle:
+// the legacy default stream (handle 0) is spelled 1, as the spec asks.
+inline std::intptr_t stream_argument(std::uintptr_t stream) {
+  return stream == 0 ? 1 : static_cast<std::intptr_t>(stream);
+}
+
+}  // namespace dlpack
+
+// Owns one consumed DLPack tensor: its capsule has been renamed
+// "used_dltensor[_versioned]" and the producer's deleter runs when this is
+// destroyed (callers destroy it after the launch has been enqueued).
+class DLPackImport {
+ public:
+  DLPackImport() = default;
+  ~DLPackImport() { reset(); }
+  DLPackImport(DLPackImport&& o) noexcept : managed_(o.managed_), versioned_(o.versioned_) {
+    o.managed_ = nullptr;
+  }
+  DLPackImport& operator=(DLPackImport&& o) noexcept;
+  DLPackImport(const DLPackImport&) = delete;
+  DLPackImport& operator=(const DLPackImport&) = delete;
+
+  void reset();
+  void adopt(void* managed, bool versioned) {
+    reset();
+    managed_ = managed;
+    versioned_ = versioned;
+  }
+
+ private:
+  void* managed_ = nullptr;
+  bool versioned_ = false;
+};
+
+struct ImportedTensor {
+  ArrayView view;            // device: CUDA ordinal, or kHostDevice for host memory
+  bool read_only = false;    // only known for versioned capsules
+};
+
+// Takes the tensor out of a capsule returned by __dlpack__ (into `owner`) and
+// describes it. Errors (unsupported dtype/device, bad capsule) are
+// jk::ArgumentError/ArgumentTypeError naming `argument` and `where`.
+ImportedTensor import_capsule(nb::handle capsule, DLPackImport& owner, const char* argument,
+                              const ItemRef& where);
+
+// A new capsule ("dltensor", or "dltensor_versioned" when `versioned`) that
+// exports `array` (a device array jitkernel owns). The capsule's manager
+// holds a reference to the buffer until the consumer's deleter runs.
+nb::object export_capsule(const cuda::OwnedArray& array, bool versioned);
+
+}  // namespace jk::py

@@ -1,0 +1,28 @@
+// jitkernel dtypes in Python: `_core.DType` (one singleton per element type:
+// jk.float32, jk.bfloat16, ...) and the conversion of any dtype-like object
+// (jitkernel/NumPy/ml_dtypes/PyTorch/JAX dtype, name string) to jk::DType.
+#pragma once
+
+#include <string>
+
+#include "bindings.hpp"
+#include "jitkernel/core/dtype.hpp"
+
+namespace jk::py {
+
+// The Python object of a jitkernel dtype.
+struct PyDType {
+  DType value;
+};
+
+// The singleton Python object for `dtype` (borrowed: the module keeps it alive).
+nb::handle dtype_object(DType dtype);
+
+// Converts a dtype-like object. Jitkernel dtypes are read directly; anything
+// else goes through `_dtypes._normalize` once and is remembered by identity
+// (torch.float16, np.dtype('float32') and interned strings are the same
+// object call after call). Raises jk.ArgumentError / ArgumentTypeError naming
+// `argument` and `where` on unknown dtypes.
+DType dtype_arg(nb::handle obj, const char* argument, const ItemRef& where = {});
+
+}  // namespace jk::py

@@ -1,0 +1,74 @@
+// The Python hooks of hooks.hpp, their installation and the exit-time cache
+// clearing.
+#include "hooks.hpp"
+
+#include <string>
+#include <vector>
+
+namespace jk::py {
+namespace {
+
+std::vector<void (*)()>& clear_functions() {
+  static auto* fns = new std::vector<void (*)()>();
+  return *fns;
+}
+
+bool g_toolkit_configured = false;
+
+void install_hooks(nb::kwargs kwargs) {
+  Hooks& h = hooks();
+  for (auto [key, value] : kwargs) {
+    std::string name = nb::str(key).c_str();
+    nb::object v = nb::borrow(value);
+    if (name == "normalize_dtype") h.normalize_dtype = v;
+    else if (name == "classify_type") h.classify_type = v;
+    else if (name == "output_converter") h.output_converter = v;
+    else if (name == "host_array") h.host_array = v;
+    else if (name == "empty_host") h.empty_host = v;
+    else if (name == "current_stream") h.current_stream = v;
+    else if (name == "stream_handle") h.stream_handle = v;
+    else if (name == "configure_toolkit") h.configure_toolkit = v;
+    else throw nb::value_error(("unknown hook '" + name + "'").c_str());
+  }
+}
+
+void clear_caches() {
+  for (auto fn : clear_functions()) fn();
+  hooks() = Hooks();
+  g_toolkit_configured = false;
+}
+
+void bind(nb::module_& m) {
+  m.def("_install_hooks", &install_hooks, "Installs the package's Python helpers (internal).");
+  m.def("_clear_caches", &clear_caches,
+        "Drops every Python object the extension caches (run at interpreter exit).");
+  m.def("_reset_toolkit", [] { g_toolkit_configured = false; },
+        "Makes the next compile ask `_toolkit.configure` again (internal).");
+}
+
+const Registration reg(order::hooks, "hooks", bind);
+
+}  // namespace
+
+Hooks& hooks() {
+  static auto* h = new Hooks();  // never destroyed: cleared at exit instead
+  return *h;
+}
+
+nb::handle hook(const nb::object& h, const char* name) {
+  if (!h.is_valid())
+    throw std::runtime_error(std::string("jitkernel._core: the Python helper '") + name +
+                             "' is not installed; import the `jitkernel` package instead of `_core`");
+  return h;
+}
+
+void on_clear_caches(void (*clear)()) { clear_functions().push_back(clear); }
+
+void ensure_toolkit() {
+  if (g_toolkit_configured) return;
+  const nb::object& configure = hooks().configure_toolkit;
+  if (configure.is_valid()) configure();
+  g_toolkit_configured = true;
+}
+
+}  // namespace jk::py

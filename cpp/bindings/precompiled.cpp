@@ -1,0 +1,142 @@
+// `_core.precompiled_cuda_kernel` (the engine behind
+// jitkernel.precompiled_cuda_kernel) and `_core.inspect_binary` /
+// `_core.check_binary_arch`, which expose the binary parsing and the
+// architecture check without a GPU. Inputs, outputs, streams and scalars go
+// through convert.hpp, the launch through the core; nothing is converted here
+// that another binding converts too.
+#include <string>
+#include <string_view>
+
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+#include "hooks.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/binary_image.hpp"
+#include "jitkernel/cuda/precompiled_kernel.hpp"
+
+namespace jk::py {
+namespace {
+
+std::string_view bytes_view(const nb::bytes& data) { return {data.c_str(), data.size()}; }
+
+// scalars=: a list of Python / NumPy scalars, each passed by value in its C type.
+std::vector<Scalar> scalars_arg(nb::handle scalars) {
+  std::vector<Scalar> out;
+  if (!scalars.is_valid() || scalars.is_none()) return out;
+  const std::size_t n = sequence_arg(scalars, "scalars", "a list of scalars");
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    nb::handle item = scalars[i];
+    Scalar s;
+    if (!scalar_value(item, /*widen_int=*/false, "scalars", ItemRef{"scalar", i}, &s)) {
+      throw ArgumentTypeError(
+          "scalars", "scalar " + std::to_string(i) + ": expected a bool, int, float or NumPy " +
+                         "scalar (numpy.int64, numpy.float64, numpy.float16, ...), got " +
+                         nb::cast<std::string>(nb::type_name(item.type())));
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::handle inputs,
+              nb::handle output_shapes, nb::handle output_dtypes, nb::handle scalars,
+              nb::handle grid, nb::handle threadgroup, int shared_memory, nb::handle init_value,
+              bool ensure_row_contiguous, nb::handle stream, nb::handle outputs) {
+  cuda::PrecompiledCall pc;
+  pc.name = name;
+  pc.compiled_source.assign(compiled_source.c_str(), compiled_source.size());
+  pc.scalars = scalars_arg(scalars);
+
+  CallInputs in;
+  in.inputs = inputs;
+  in.output_shapes = output_shapes;
+  in.output_dtypes = output_dtypes;
+  in.grid = grid;
+  in.threadgroup = threadgroup;
+  in.init_value = init_value;
+  in.stream = stream;
+  in.outputs = outputs;
+  in.widen_int_scalars = false;  // fixed C parameter types: a Python int is an int32
+  ConvertedCall conv;
+  convert_call(in, pc.args, conv);
+  pc.args.ensure_row_contiguous = ensure_row_contiguous;
+  if (shared_memory < 0) {
+    throw ArgumentError("shared_memory",
+                        "must be >= 0 bytes, got " + std::to_string(shared_memory));
+  }
+  pc.args.launch.shared_memory = shared_memory;
+
+  std::vector<cuda::OwnedArray> results = cuda::precompiled_cuda_kernel(pc);
+  return wrap_outputs(std::move(results), conv);
+  // `conv` goes here: consumed DLPack tensors are released after the launch.
+}
+
+nb::dict inspect(const nb::bytes& data) {
+  const cuda::BinaryImage image = cuda::parse_binary(bytes_view(data));
+  nb::dict out;
+  out["format"] = cuda::binary_format_name(image.format);
+  out["arch"] = image.arch ? nb::cast(image.arch->name()) : nb::none();
+  out["ptx_version"] = nb::none();
+  if (image.format == cuda::BinaryFormat::Ptx) {
+    out["ptx_version"] = nb::make_tuple(image.ptx_version_major, image.ptx_version_minor);
+  }
+  out["elf_abi_version"] =
+      image.format == cuda::BinaryFormat::Cubin ? nb::cast(image.elf_abi_version) : nb::none();
+  nb::object entries = nb::none();
+  if (image.entries_known) {
+    nb::dict d;  // insertion-ordered: the binary's order
+    for (const auto& e : image.entries) {
+      if (e.params) {
+        nb::list sizes;
+        for (const auto& p : *e.params) sizes.append(p.size);
+        d[e.name.c_str()] = sizes;
+      } else {
+        d[e.name.c_str()] = nb::none();
+      }
+    }
+    entries = d;
+  }
+  out["entries"] = entries;
+  nb::list images;
+  for (const auto& im : image.images) {
+    nb::dict d;
+    d["kind"] = im.is_ptx ? "ptx" : "cubin";
+    d["arch"] = im.arch.name();
+    d["compressed"] = im.compressed;
+    images.append(d);
+  }
+  out["images"] = images;
+  return out;
+}
+
+void bind(nb::module_& m) {
+  using namespace nb::literals;
+  m.def("precompiled_cuda_kernel", &call, "name"_a, "compiled_source"_a, "inputs"_a.none(),
+        "output_shapes"_a.none(), "output_dtypes"_a.none(), "scalars"_a.none(), "grid"_a.none(),
+        "threadgroup"_a.none(), "shared_memory"_a, "init_value"_a.none(),
+        "ensure_row_contiguous"_a, "stream"_a.none(), "outputs"_a.none(),
+        "Launches an entry point of PTX / cubin / fatbin bytes (internal: use "
+        "jitkernel.precompiled_cuda_kernel).");
+  m.def("inspect_binary", &inspect, "data"_a,
+        "Format, architecture, entry points and parameter sizes of PTX / cubin / fatbin bytes "
+        "(no GPU needed). Raises ArgumentError('compiled_source') for anything else.");
+  m.def(
+      "check_binary_arch",
+      [](const nb::bytes& data, int cc_major, int cc_minor, const std::string& device_label,
+         const std::string& device_name) {
+        cuda::check_arch(cuda::parse_binary(bytes_view(data)), cc_major, cc_minor, device_label,
+                         device_name);
+      },
+      "data"_a, "cc_major"_a, "cc_minor"_a, "device_label"_a = "device 0",
+      "device_name"_a = "GPU",
+      "Raises ArgumentError('compiled_source') when the binary cannot run on a device of this "
+      "compute capability (the check precompiled_cuda_kernel makes before loading).");
+}
+
+const Registration reg(order::precompiled, "precompiled", bind);
+
+}  // namespace
+}  // namespace jk::py

@@ -1,0 +1,81 @@
+// Private pieces of the CUDA code generator, shared by its .cpp files (each
+// does one thing): scanning user code for identifiers, checking names,
+// choosing and writing the preamble, naming the entry point. Not a contract:
+// other parts of jitkernel use cuda_signature.hpp only.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "jitkernel/core/dtype.hpp"
+
+namespace jk::codegen {
+
+// ---- source_scan.cpp --------------------------------------------------------
+// What user code (kernel body and header) mentions. Comments, string and
+// character literals and number literals are skipped, so a word in a comment
+// never changes the generated code.
+struct SourceScan {
+  std::unordered_set<std::string> identifiers;  // every identifier token
+  std::unordered_set<std::string> qualifiers;   // identifiers directly followed by `::`
+  std::vector<std::string> includes;            // targets of #include lines
+
+  bool has(const std::string& name) const { return identifiers.count(name) != 0; }
+  bool qualifies(const std::string& name) const { return qualifiers.count(name) != 0; }
+};
+
+// Adds what `text` mentions to `scan` (call once per text: body, header).
+void scan_into(std::string_view text, SourceScan& scan);
+SourceScan scan_user_code(const std::string& source, const std::string& header);
+
+// ---- names.cpp -------------------------------------------------------------
+bool is_c_identifier(std::string_view name);
+
+// Why `name` cannot name a kernel parameter or template argument, or nullptr
+// when it can (C++ keywords, CUDA built-ins, names the generated code spells,
+// identifiers C++ reserves for the implementation).
+const char* reserved_name_reason(std::string_view name);
+
+// Which of name_shape / name_strides / name_ndim the user code mentions.
+struct ShapeUse {
+  bool shape = false;
+  bool strides = false;
+  bool ndim = false;
+  bool any() const { return shape || strides || ndim; }
+};
+ShapeUse shape_use(const SourceScan& scan, const std::string& input_name);
+
+// Template argument names: identifiers, not reserved, unique, and not already
+// a parameter name or a generated name (ArgumentError("template", ...)).
+void check_template_names(const std::vector<std::string>& template_names,
+                          const std::vector<std::string>& input_names,
+                          const std::vector<std::string>& output_names,
+                          const SourceScan& scan);
+
+// ---- preamble.cpp ----------------------------------------------------------
+// Headers the generated file needs, decided from the dtypes in the signature
+// and what the user code mentions. Heavy headers only when used.
+struct Features {
+  bool fp16 = false;                // cuda_fp16.h
+  bool bf16 = false;                // cuda_bf16.h (includes cuda_fp16.h)
+  bool complex = false;             // cuComplex.h
+  bool cooperative_groups = false;  // cooperative_groups.h + `namespace cg`
+  bool cuda_std = false;            // a few light cuda/std headers (user writes `cuda::`)
+  bool user_includes = false;       // user code has #include lines of its own
+  bool needs_cccl() const { return cooperative_groups || cuda_std || user_includes; }
+};
+Features detect_features(const SourceScan& scan, const std::vector<DType>& dtypes);
+
+// The text before the user's header: includes, fixed-width integer types,
+// WARP_SIZE / MAX_NDIM, and the jitkernel helpers (Shape, Strides, inf,
+// elem_to_loc). Ends with a newline.
+std::string preamble_text(const Features& features);
+
+// ---- entry_name.cpp --------------------------------------------------------
+// `<name>_<16 hex digits>`: a valid C identifier (name is one) that differs
+// whenever `content` (the generated text without the entry name) differs.
+std::string make_entry_name(const std::string& name, std::string_view content);
+
+}  // namespace jk::codegen

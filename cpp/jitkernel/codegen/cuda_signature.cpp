@@ -1,0 +1,193 @@
+// generate_cuda_kernel: assembles the file NVRTC compiles from the spec and a
+// call signature, in this order (see cuda_signature.hpp for the parameter
+// packing):
+//
+//   // jitkernel cuda_kernel "NAME" ...           one comment line
+//   <preamble>                                   integer types, needed headers, helpers
+//   #line 1 "header"                             user header (when not empty)
+//   <header>
+//   #line <n> "NAME.cu"                          back to generated line numbers
+//   extern "C" __global__ void NAME_<hash>(      parameters, one per line
+//       const float* inp, ..., float* out) {
+//     constexpr int N = 3; using T = float;      template arguments
+//     const float* s = &s__value;                scalars (passed by value)
+//   #line 1 "source"
+//   <source>                                     user body
+//   }
+#include <climits>
+#include <string>
+
+#include "jitkernel/codegen/codegen_detail.hpp"
+#include "jitkernel/codegen/cuda_signature.hpp"
+#include "jitkernel/core/array_view.hpp"
+#include "jitkernel/core/errors.hpp"
+
+namespace jk {
+namespace {
+
+using codegen::ShapeUse;
+
+int count_lines(const std::string& text) {
+  if (text.empty()) return 0;
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n + (text.back() != '\n');
+}
+
+// Appends `text` followed by a newline unless it already ends in one.
+void append_block(std::string& out, const std::string& text) {
+  out += text;
+  if (!text.empty() && text.back() != '\n') out += '\n';
+}
+
+// 1-based number of the line the next character appended to `text` lands on.
+int next_line(const std::string& text) {
+  int n = 1;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+const char* cuda_type(DType d) { return dtype_info(d).cuda_type; }
+
+std::string int_literal(std::int64_t v) {
+  if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+  if (v == INT32_MIN) return "(-2147483647 - 1)";
+  if (v >= INT32_MIN && v <= INT32_MAX) return std::to_string(v);
+  return std::to_string(v) + "LL";
+}
+
+std::string template_line(const TemplateArg& arg) {
+  switch (arg.kind) {
+    case TemplateArg::Kind::Int: {
+      bool fits_int = arg.int_value >= INT32_MIN && arg.int_value <= INT32_MAX;
+      return std::string("  constexpr ") + (fits_int ? "int " : "long long ") + arg.name +
+             " = " + int_literal(arg.int_value) + ";\n";
+    }
+    case TemplateArg::Kind::Bool:
+      return "  constexpr bool " + arg.name + " = " + (arg.int_value ? "true" : "false") + ";\n";
+    case TemplateArg::Kind::DType:
+      return "  using " + arg.name + " = " + cuda_type(arg.dtype) + ";\n";
+  }
+  return {};
+}
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+void check_counts(const CudaKernelSpec& spec, const CallSignature& call) {
+  if (call.inputs.size() != spec.input_names.size()) {
+    throw ArgumentError("inputs", "expected " + plural(spec.input_names.size(), "input") + " (" +
+                                      name_list(spec.input_names) + "), got " +
+                                      std::to_string(call.inputs.size()));
+  }
+  if (call.output_dtypes.size() != spec.output_names.size()) {
+    throw ArgumentError("output_dtypes",
+                        "expected " + plural(spec.output_names.size(), "output dtype") + " (" +
+                            name_list(spec.output_names) + "), got " +
+                            std::to_string(call.output_dtypes.size()));
+  }
+}
+
+void check_ndim(const std::string& name, const InputSignature& in, const ShapeUse& use) {
+  if (in.is_scalar || !(use.shape || use.strides) || in.ndim <= kMaxNdim) return;
+  std::string used = use.shape ? name + "_shape" : name + "_strides";
+  throw ArgumentError("inputs", "input '" + name + "' has " + std::to_string(in.ndim) +
+                                    " dimensions, but the source uses '" + used +
+                                    "', which holds at most " + std::to_string(kMaxNdim) +
+                                    "; reshape the input or drop its shape/strides from the source");
+}
+
+}  // namespace
+
+GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call) {
+  validate_cuda_kernel_spec(spec);
+  check_counts(spec, call);
+  codegen::SourceScan scan = codegen::scan_user_code(spec.source, spec.header);
+  {
+    std::vector<std::string> template_names;
+    for (const auto& t : call.template_args) template_names.push_back(t.name);
+    codegen::check_template_names(template_names, spec.input_names, spec.output_names, scan);
+  }
+
+  GeneratedKernel k;
+  k.program_name = spec.name + ".cu";
+
+  // Parameters, in the order the launcher packs them.
+  std::string params;
+  std::string prologue;  // template constants and scalar aliases, top of the body
+  auto add_param = [&](ParamKind kind, int index, const std::string& decl) {
+    params += params.empty() ? "    " : ",\n    ";
+    params += decl;
+    k.params.push_back({kind, index});
+  };
+  std::vector<DType> dtypes;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const InputSignature& in = call.inputs[i];
+    const std::string& name = spec.input_names[i];
+    const int idx = static_cast<int>(i);
+    const std::string type = cuda_type(in.dtype);
+    ShapeUse use = codegen::shape_use(scan, name);
+    check_ndim(name, in, use);
+    dtypes.push_back(in.dtype);
+    if (in.is_scalar) {
+      // By value; `name` points at the parameter so name[0] works as in MLX.
+      add_param(ParamKind::InputScalar, idx, "const __grid_constant__ " + type + " " + name + "__value");
+      prologue += "  const " + type + "* " + name + " = &" + name + "__value;\n";
+      if (use.shape) prologue += "  const jitkernel::Shape " + name + "_shape = {};\n";
+      if (use.strides) prologue += "  const jitkernel::Strides " + name + "_strides = {};\n";
+      if (use.ndim) prologue += "  constexpr int " + name + "_ndim = 0;\n";
+      continue;
+    }
+    add_param(ParamKind::InputPointer, idx, "const " + type + "* " + name);
+    if (use.shape) add_param(ParamKind::InputShape, idx, "const __grid_constant__ jitkernel::Shape " + name + "_shape");
+    if (use.strides) add_param(ParamKind::InputStrides, idx, "const __grid_constant__ jitkernel::Strides " + name + "_strides");
+    if (use.ndim) add_param(ParamKind::InputNdim, idx, "const int " + name + "_ndim");
+  }
+  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
+    dtypes.push_back(call.output_dtypes[i]);
+    add_param(ParamKind::OutputPointer, static_cast<int>(i),
+              std::string(cuda_type(call.output_dtypes[i])) + "* " + spec.output_names[i]);
+  }
+  std::string templates;
+  for (const auto& t : call.template_args) {
+    if (t.kind == TemplateArg::Kind::DType) dtypes.push_back(t.dtype);
+    templates += template_line(t);
+  }
+
+  codegen::Features features = codegen::detect_features(scan, dtypes);
+  k.needs_cccl = features.needs_cccl();
+
+  // Text before the entry name.
+  std::string head = "// jitkernel cuda_kernel \"" + spec.name +
+                     "\": generated code; user code follows the #line \"header\" and "
+                     "#line \"source\" markers.\n";
+  head += codegen::preamble_text(features);
+  if (!spec.header.empty()) {
+    head += "#line 1 \"header\"\n";
+    k.header_first_line = next_line(head);
+    k.header_line_count = count_lines(spec.header);
+    append_block(head, spec.header);
+    head += "#line " + std::to_string(next_line(head) + 1) + " \"" + k.program_name + "\"\n";
+  }
+  head += "extern \"C\" __global__ void ";
+
+  // Text after it.
+  std::string tail = "(\n" + params + ") {\n" + templates + prologue + "#line 1 \"source\"\n";
+  k.body_first_line = next_line(head + tail);  // the entry name adds no line
+  k.body_line_count = count_lines(spec.source);
+  append_block(tail, spec.source);
+  tail += "}\n";
+
+  k.entry_name = codegen::make_entry_name(spec.name, head + tail);
+  k.source = head + k.entry_name + tail;
+  return k;
+}
+
+}  // namespace jk

@@ -1,0 +1,183 @@
+// A small C++ tokenizer, just enough to know which identifiers user code
+// mentions: it skips comments, string/character literals (raw strings too)
+// and number literals (with ' digit separators), records identifiers, the
+// identifiers used as `name::` qualifiers, and #include targets. The code
+// generator decides from this which parameters and headers to emit.
+#include <cctype>
+
+#include "jitkernel/codegen/codegen_detail.hpp"
+#include "jitkernel/codegen/cuda_signature.hpp"
+
+namespace jk::codegen {
+namespace {
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+class Scanner {
+ public:
+  Scanner(std::string_view text, SourceScan& out) : t_(text), out_(out) {}
+
+  void run() {
+    bool line_start = true;  // only whitespace so far on this line
+    while (i_ < t_.size()) {
+      char c = t_[i_];
+      if (c == '\n') {
+        line_start = true;
+        ++i_;
+      } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+        ++i_;
+      } else if (c == '/' && peek(1) == '/') {
+        skip_line_comment();
+      } else if (c == '/' && peek(1) == '*') {
+        skip_block_comment();
+      } else if (c == '#' && line_start) {
+        ++i_;
+        directive();
+        line_start = false;
+      } else if (c == '"' || c == '\'') {
+        skip_quoted(c);
+        line_start = false;
+      } else if (digit(c) || (c == '.' && digit(peek(1)))) {
+        skip_number();
+        line_start = false;
+      } else if (ident_start(c)) {
+        identifier();
+        line_start = false;
+      } else {
+        ++i_;
+        line_start = false;
+      }
+    }
+  }
+
+ private:
+  char peek(std::size_t k) const { return i_ + k < t_.size() ? t_[i_ + k] : '\0'; }
+
+  void skip_line_comment() {
+    while (i_ < t_.size() && t_[i_] != '\n') {
+      // a backslash-newline continues a // comment onto the next line
+      if (t_[i_] == '\\' && peek(1) == '\n') ++i_;
+      ++i_;
+    }
+  }
+
+  void skip_block_comment() {
+    std::size_t end = t_.find("*/", i_ + 2);
+    i_ = end == std::string_view::npos ? t_.size() : end + 2;
+  }
+
+  void skip_quoted(char quote) {
+    ++i_;
+    while (i_ < t_.size() && t_[i_] != quote && t_[i_] != '\n') {
+      if (t_[i_] == '\\') ++i_;
+      ++i_;
+    }
+    if (i_ < t_.size() && t_[i_] == quote) ++i_;
+  }
+
+  // R"delim( ... )delim" (after the prefix identifier; i_ is at the quote).
+  void skip_raw_string() {
+    std::size_t open = t_.find('(', i_);
+    if (open == std::string_view::npos) {
+      i_ = t_.size();
+      return;
+    }
+    std::string closing = ")";
+    closing.append(t_.substr(i_ + 1, open - i_ - 1));
+    closing.push_back('"');
+    std::size_t end = t_.find(closing, open + 1);
+    i_ = end == std::string_view::npos ? t_.size() : end + closing.size();
+  }
+
+  // A preprocessing number: digits, letters, '.', digit separators, and
+  // exponent signs (1e-5f, 0x1p+3, 1'000'000ull).
+  void skip_number() {
+    while (i_ < t_.size()) {
+      char c = t_[i_];
+      char prev = i_ > 0 ? t_[i_ - 1] : '\0';
+      if (ident_char(c) || c == '.') {
+        ++i_;
+      } else if (c == '\'' && ident_char(peek(1))) {
+        i_ += 2;
+      } else if ((c == '+' || c == '-') &&
+                 (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
+        ++i_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  std::string_view read_identifier() {
+    std::size_t start = i_;
+    while (i_ < t_.size() && ident_char(t_[i_])) ++i_;
+    return t_.substr(start, i_ - start);
+  }
+
+  void identifier() {
+    std::string_view word = read_identifier();
+    if (peek(0) == '"' && (word == "R" || word == "LR" || word == "uR" || word == "UR" ||
+                           word == "u8R")) {
+      skip_raw_string();
+      return;
+    }
+    out_.identifiers.emplace(word);
+    std::size_t j = i_;
+    while (j < t_.size() && (t_[j] == ' ' || t_[j] == '\t' || t_[j] == '\n' || t_[j] == '\r')) ++j;
+    if (j + 1 < t_.size() && t_[j] == ':' && t_[j + 1] == ':') out_.qualifiers.emplace(word);
+  }
+
+  // After '#': records `#include <x>` / `#include "x"`; any other directive
+  // is scanned like ordinary code (its identifiers count, e.g. in #define).
+  void directive() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+    if (!ident_start(peek(0))) return;
+    std::size_t start = i_;
+    std::string_view word = read_identifier();
+    if (word != "include") {
+      i_ = start;
+      return;
+    }
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+    char open = peek(0);
+    if (open != '<' && open != '"') return;
+    char close = open == '<' ? '>' : '"';
+    std::size_t end = t_.find(close, i_ + 1);
+    std::size_t eol = t_.find('\n', i_);
+    if (end == std::string_view::npos || (eol != std::string_view::npos && end > eol)) return;
+    std::string target(t_.substr(i_ + 1, end - i_ - 1));
+    // The header name's words count as identifiers too (cooperative_groups).
+    Scanner(target, out_).run();
+    out_.includes.push_back(std::move(target));
+    i_ = end + 1;
+  }
+
+  std::string_view t_;
+  SourceScan& out_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+void scan_into(std::string_view text, SourceScan& scan) { Scanner(text, scan).run(); }
+
+SourceScan scan_user_code(const std::string& source, const std::string& header) {
+  SourceScan scan;
+  scan_into(source, scan);
+  scan_into(header, scan);
+  return scan;
+}
+
+}  // namespace jk::codegen
+
+namespace jk {
+
+bool uses_identifier(const std::string& text, const std::string& identifier) {
+  codegen::SourceScan scan;
+  codegen::scan_into(text, scan);
+  return scan.has(identifier);
+}
+
+}  // namespace jk

@@ -1,0 +1,775 @@
+// Parsing of PTX text, ELF cubins and fatbins (see binary_image.hpp).
+//
+// Encoding facts, checked against cuobjdump -elf on cubins from nvcc 13.0,
+// NVRTC 13.5 and NVRTC 12.9 for sm_75 ... sm_120a:
+// - cubin: ELF64 little-endian, e_machine EM_CUDA (190), EI_OSABI 0x41.
+//   EI_ABIVERSION 7 (CUDA <= 12, pre-Blackwell): SM number in e_flags bits
+//   0-7, virtual SM in bits 16-23, 0x800 = arch-specific 'a' (sm_90a:
+//   0x5a0d5a, sm_90: 0x5a055a). EI_ABIVERSION 8 (CUDA 13, and CUDA 12 for
+//   sm_100+): SM number in bits 8-15 (sm_90: 0x06005a04, sm_100: 0x06006402);
+//   CUDA 12.9 marks 'a' with bit 0x8, CUDA 13 leaves it clear and instead
+//   writes EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET (attribute 9) = 1 in the
+//   .nv.compat section. 'f' cubins are identical to plain ones.
+// - Entry points are STT_FUNC symbols whose st_other has 0x10 (cuobjdump
+//   prints ENTRY); device functions lack it. Each entry has a SHT_CUDA_INFO
+//   (0x70000000) section ".nv.info.<name>" whose sh_info is the entry's
+//   .text section index.
+// - .nv.info / .nv.compat records: u8 format, u8 attribute, u16 value; format
+//   4 (SVAL) means the u16 is a payload size and the payload follows.
+//   EIATTR_KPARAM_INFO (0x17) payload, 12 bytes: u32 index, u16 ordinal,
+//   u16 offset, u32 flags with the size in bits 18-31. Records are stored
+//   from the last parameter to the first. Kernels with more than 4 KiB of
+//   parameters use EIATTR_KPARAM_INFO_V2 (0x45): same, but the size is the
+//   low 16 bits of the last u32. EIATTR_CBANK_PARAM_SIZE (0x19)
+//   holds the total parameter bytes. A kernel without parameters has none.
+// - fatbin: u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload
+//   size; then images, each: u16 kind (1 PTX, 2 ELF), u16, u32 header size,
+//   u64 payload size, ..., at +28 u32 SM number, at +40 u64 flags (0x100000
+//   'a', 0x200000 'f', 0x2000 / 0x8000 compressed with LZ4 / zstd).
+// - PTX: `.version X.Y` is the first directive; `.target sm_XY[a|f][, ...]`;
+//   kernels are `.entry name ( .param .<type> [.ptr ...] [.align N] name[K], ... )`.
+#include "jitkernel/cuda/binary_image.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/device.hpp"
+
+namespace jk::cuda {
+namespace {
+
+constexpr const char* kArg = "compiled_source";
+
+[[noreturn]] void malformed(const std::string& what, const std::string& detail) {
+  throw ArgumentError(kArg, "malformed " + what + ": " + detail);
+}
+
+// ---------------------------------------------------------------- bytes ---
+
+// Bounds-checked little-endian reads over the input.
+class Reader {
+ public:
+  Reader(std::string_view bytes, const char* what) : bytes_(bytes), what_(what) {}
+  std::size_t size() const { return bytes_.size(); }
+  bool has(std::size_t offset, std::size_t n) const {
+    return offset <= bytes_.size() && n <= bytes_.size() - offset;
+  }
+  void need(std::size_t offset, std::size_t n, const char* field) const {
+    if (!has(offset, n)) {
+      malformed(what_, std::string(field) + " at byte " + std::to_string(offset) + " (+" +
+                           std::to_string(n) + ") runs past the end of the " +
+                           std::to_string(bytes_.size()) + " bytes");
+    }
+  }
+  template <typename T>
+  T get(std::size_t offset, const char* field = "field") const {
+    need(offset, sizeof(T), field);
+    T value;
+    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
+    return value;  // hosts are little-endian, as cubins are
+  }
+  std::string_view slice(std::size_t offset, std::size_t n, const char* field) const {
+    need(offset, n, field);
+    return bytes_.substr(offset, n);
+  }
+
+ private:
+  std::string_view bytes_;
+  const char* what_;
+};
+
+std::string hex_prefix(std::string_view bytes, std::size_t n = 8) {
+  std::string out;
+  char buf[4];
+  for (std::size_t i = 0; i < std::min(n, bytes.size()); ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", static_cast<unsigned char>(bytes[i]));
+    if (i) out += ' ';
+    out += buf;
+  }
+  if (bytes.size() > n) out += " ...";
+  return out;
+}
+
+// `text` with bytes outside printable ASCII escaped (names from damaged files
+// end up in messages, which must be valid UTF-8).
+std::string printable(std::string_view text) {
+  std::string out;
+  char buf[8];
+  for (char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += c;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ PTX ---
+
+// Strips // and /* */ comments (PTX has no string literals in directives we read).
+std::string strip_comments(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "//") == 0) {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (text.compare(i, 2, "/*") == 0) {
+      std::size_t end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? text.size() : end + 2;
+      out += ' ';
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
+         c == '.';
+}
+
+// Tokens of PTX after comment stripping: identifiers/directives/numbers, and
+// single punctuation characters.
+std::vector<std::string> tokenize(const std::string& text, std::size_t begin, std::size_t end) {
+  std::vector<std::string> tokens;
+  std::size_t i = begin;
+  while (i < end) {
+    char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (is_ident_char(c)) {
+      std::size_t j = i;
+      while (j < end && is_ident_char(text[j])) ++j;
+      tokens.emplace_back(text, i, j - i);
+      i = j;
+    } else {
+      tokens.emplace_back(1, c);
+      ++i;
+    }
+  }
+  return tokens;
+}
+
+// [A-Za-z_$%][A-Za-z0-9_$]*, as PTX spells names (mangled C++ names included).
+bool is_ptx_identifier(const std::string& t) {
+  if (t.empty() || std::isdigit(static_cast<unsigned char>(t[0]))) return false;
+  for (char c : t) {
+    if (c == '.' || !is_ident_char(c)) return false;
+  }
+  return t[0] != '%' || t.size() > 1;
+}
+
+std::optional<std::size_t> ptx_type_size(const std::string& type) {
+  static const std::map<std::string, std::size_t> kSizes = {
+      {".b8", 1},  {".s8", 1},  {".u8", 1},  {".b16", 2},   {".s16", 2},  {".u16", 2},
+      {".f16", 2}, {".bf16", 2}, {".b32", 4}, {".s32", 4},  {".u32", 4},  {".f32", 4},
+      {".f16x2", 4}, {".bf16x2", 4}, {".b64", 8}, {".s64", 8}, {".u64", 8}, {".f64", 8},
+      {".b128", 16}, {".pred", 1},
+  };
+  auto it = kSizes.find(type);
+  if (it == kSizes.end()) return std::nullopt;
+  return it->second;
+}
+
+bool parse_sm(std::string_view text, SmArch* out) {
+  // "sm_90a", "sm_100f", "sm_80"
+  if (text.substr(0, 3) != "sm_") return false;
+  std::size_t i = 3;
+  int number = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    number = number * 10 + (text[i] - '0');
+    ++i;
+  }
+  if (i == 3 || number < 10) return false;
+  char variant = '\0';
+  if (i < text.size() && (text[i] == 'a' || text[i] == 'f')) variant = text[i++];
+  if (i != text.size()) return false;
+  *out = SmArch::from_number(number, variant);
+  return true;
+}
+
+// Parameter list of one .entry: tokens from just after '(' to the matching ')'.
+std::optional<std::vector<KernelParam>> parse_ptx_params(const std::vector<std::string>& tok,
+                                                         std::size_t& i) {
+  std::vector<KernelParam> params;
+  std::size_t offset = 0;
+  bool ok = true;
+  while (i < tok.size() && tok[i] != ")") {
+    if (tok[i] == ",") {
+      ++i;
+      continue;
+    }
+    if (tok[i] != ".param") {  // unexpected: skip to the end of the list
+      ok = false;
+      ++i;
+      continue;
+    }
+    ++i;
+    std::size_t align = 0, elem = 0, count = 1;
+    while (i < tok.size() && tok[i] != "," && tok[i] != ")") {
+      const std::string& t = tok[i];
+      if (t == ".align" && i + 1 < tok.size()) {
+        align = std::strtoull(tok[i + 1].c_str(), nullptr, 10);
+        i += 2;
+        continue;
+      }
+      if (auto size = ptx_type_size(t)) {
+        elem = *size;
+      } else if (t == "[" && i + 1 < tok.size()) {
+        count *= std::strtoull(tok[i + 1].c_str(), nullptr, 10);
+      }
+      ++i;  // state spaces (.ptr .global ...), the name, ']' are skipped
+    }
+    if (elem == 0) {
+      ok = false;
+      continue;
+    }
+    std::size_t a = std::max<std::size_t>(align, elem);
+    offset = (offset + a - 1) / a * a;
+    params.push_back({offset, elem * count});
+    offset += elem * count;
+  }
+  if (i < tok.size()) ++i;  // ')'
+  if (!ok) return std::nullopt;
+  return params;
+}
+
+BinaryImage parse_ptx(std::string_view bytes) {
+  // Text up to the first NUL; anything but NULs after it is not PTX.
+  std::size_t nul = bytes.find('\0');
+  if (nul != std::string_view::npos &&
+      bytes.find_first_not_of('\0', nul) != std::string_view::npos) {
+    throw ArgumentError(kArg, "PTX text contains a NUL byte at offset " + std::to_string(nul) +
+                                  " followed by more data");
+  }
+  const std::string text = strip_comments(bytes.substr(0, nul));
+  BinaryImage image;
+  image.format = BinaryFormat::Ptx;
+
+  const std::vector<std::string> tok = tokenize(text, 0, text.size());
+  // `.version X.Y`: tokenized as ".version" "X.Y" since '.' is an identifier char.
+  if (tok.size() < 2 || tok[0] != ".version") {
+    throw ArgumentError(kArg, "PTX text must start with a .version directive");
+  }
+  if (std::sscanf(tok[1].c_str(), "%d.%d", &image.ptx_version_major,
+                  &image.ptx_version_minor) != 2) {
+    throw ArgumentError(kArg, "PTX .version '" + printable(tok[1]) + "' is not of the form X.Y");
+  }
+  bool have_target = false;
+  for (std::size_t i = 2; i < tok.size(); ++i) {
+    if (tok[i] == ".target") {
+      // ".target sm_90a" or ".target sm_80, debug"
+      if (i + 1 < tok.size()) {
+        SmArch arch;
+        if (parse_sm(tok[i + 1], &arch)) image.arch = arch;
+      }
+      if (!image.arch) {
+        const std::string target = i + 1 < tok.size() ? printable(tok[i + 1]) : "";
+        throw ArgumentError(kArg, "PTX .target '" + target + "' names no sm_XY architecture");
+      }
+      have_target = true;
+      break;
+    }
+  }
+  if (!have_target) throw ArgumentError(kArg, "PTX text has no .target directive");
+
+  for (std::size_t i = 0; i < tok.size(); ++i) {
+    if (tok[i] != ".entry" || i + 1 >= tok.size()) continue;
+    if (!is_ptx_identifier(tok[i + 1])) {
+      throw ArgumentError(kArg, "PTX .entry followed by '" + printable(tok[i + 1]) +
+                                    "', which is not a name");
+    }
+    EntryPoint entry;
+    entry.name = tok[i + 1];
+    i += 2;
+    if (i < tok.size() && tok[i] == "(") {
+      ++i;
+      entry.params = parse_ptx_params(tok, i);
+    } else {
+      entry.params = std::vector<KernelParam>{};  // `.entry name {` : no parameters
+    }
+    image.entries.push_back(std::move(entry));
+  }
+  return image;
+}
+
+// A PTX module: optional whitespace/comments, then `.version`.
+bool looks_like_ptx(std::string_view bytes) {
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    if (std::isspace(static_cast<unsigned char>(bytes[i]))) {
+      ++i;
+    } else if (bytes.compare(i, 2, "//") == 0) {
+      while (i < bytes.size() && bytes[i] != '\n') ++i;
+    } else if (bytes.compare(i, 2, "/*") == 0) {
+      std::size_t end = bytes.find("*/", i + 2);
+      if (end == std::string_view::npos) return false;
+      i = end + 2;
+    } else {
+      break;
+    }
+  }
+  return bytes.compare(i, 8, ".version") == 0;
+}
+
+// ------------------------------------------------------------------ ELF ---
+
+constexpr std::uint16_t kEmCuda = 190;
+constexpr std::uint32_t kShtSymtab = 2;
+constexpr std::uint32_t kShtCudaInfo = 0x70000000;
+constexpr std::uint8_t kSttFunc = 2;
+constexpr std::uint8_t kStoCudaEntry = 0x10;
+constexpr std::uint8_t kEifmtSval = 4;
+constexpr std::uint8_t kEiattrKparamInfo = 0x17;
+constexpr std::uint8_t kEiattrKparamInfoV2 = 0x45;
+constexpr std::uint8_t kEicompatAcceleratorTarget = 9;
+
+struct Section {
+  std::string name;
+  std::uint32_t name_index = 0;
+  std::uint32_t type = 0;
+  std::uint64_t offset = 0, size = 0, entsize = 0;
+  std::uint32_t link = 0, info = 0;
+};
+
+struct Record {
+  std::uint8_t format, attribute;
+  std::uint16_t value;       // non-SVAL value
+  std::string_view payload;  // SVAL payload
+};
+
+// Records of a .nv.info / .nv.compat section.
+std::vector<Record> read_records(const Reader& elf, const Section& s) {
+  std::vector<Record> records;
+  std::size_t pos = s.offset, end = s.offset + s.size;
+  while (pos + 4 <= end) {
+    Record r{elf.get<std::uint8_t>(pos), elf.get<std::uint8_t>(pos + 1),
+             elf.get<std::uint16_t>(pos + 2), {}};
+    pos += 4;
+    if (r.format == kEifmtSval) {
+      if (pos + r.value > end) {
+        malformed("ELF cubin", "attribute record past the end of section " + printable(s.name));
+      }
+      r.payload = elf.slice(pos, r.value, "attribute payload");
+      pos += r.value;
+    }
+    records.push_back(r);
+  }
+  return records;
+}
+
+std::optional<std::vector<KernelParam>> params_from_info(const Reader& elf, const Section& info) {
+  std::map<std::uint16_t, KernelParam> by_ordinal;
+  for (const Record& r : read_records(elf, info)) {
+    const bool v1 = r.attribute == kEiattrKparamInfo, v2 = r.attribute == kEiattrKparamInfoV2;
+    if (r.format != kEifmtSval || !(v1 || v2)) continue;
+    if (r.payload.size() < 12) return std::nullopt;
+    std::uint16_t ordinal, offset;
+    std::uint32_t word;
+    std::memcpy(&ordinal, r.payload.data() + 4, 2);
+    std::memcpy(&offset, r.payload.data() + 6, 2);
+    std::memcpy(&word, r.payload.data() + 8, 4);
+    const std::size_t size = v1 ? (word >> 18) & 0x3fff : word & 0xffff;
+    if (!by_ordinal.emplace(ordinal, KernelParam{offset, size}).second) {
+      return std::nullopt;  // duplicate ordinal: not a layout we understand
+    }
+  }
+  std::vector<KernelParam> params;
+  for (const auto& [ordinal, param] : by_ordinal) {
+    if (ordinal != params.size()) return std::nullopt;  // gap
+    params.push_back(param);
+  }
+  return params;
+}
+
+BinaryImage parse_cubin(std::string_view bytes) {
+  const char* what = "ELF cubin";
+  Reader elf(bytes, what);
+  elf.need(0, 64, "ELF header");
+  if (bytes[4] != 2) {
+    throw ArgumentError(kArg, "a 32-bit ELF file; CUDA cubins for 64-bit hosts are ELF64");
+  }
+  if (bytes[5] != 1) throw ArgumentError(kArg, "a big-endian ELF file; cubins are little-endian");
+  const auto machine = elf.get<std::uint16_t>(18);
+  if (machine != kEmCuda) {
+    throw ArgumentError(kArg, "an ELF file for machine " + std::to_string(machine) +
+                                  ", not a CUDA cubin (machine 190); pass the cubin "
+                                  "(nvcc -cubin), the fatbin (nvcc -fatbin) or PTX (nvcc -ptx), "
+                                  "not a host object or library");
+  }
+  BinaryImage image;
+  image.format = BinaryFormat::Cubin;
+  image.elf_abi_version = static_cast<unsigned char>(bytes[8]);
+  const auto flags = elf.get<std::uint32_t>(48);
+  const auto shoff = elf.get<std::uint64_t>(40, "e_shoff");
+  const auto shentsize = elf.get<std::uint16_t>(58);
+  const auto shnum = elf.get<std::uint16_t>(60);
+  const auto shstrndx = elf.get<std::uint16_t>(62);
+
+  int sm;
+  bool accelerated;
+  if (image.elf_abi_version >= 8) {
+    sm = (flags >> 8) & 0xff;
+    accelerated = (flags & 0x8) != 0;
+  } else {
+    sm = flags & 0xff;
+    accelerated = (flags & 0x800) != 0;
+  }
+
+  // Program headers and the segments they describe must lie in the data
+  // (the driver loads segments; a truncated file cannot be loaded).
+  const auto phoff = elf.get<std::uint64_t>(32, "e_phoff");
+  const auto phentsize = elf.get<std::uint16_t>(54);
+  const auto phnum = elf.get<std::uint16_t>(56);
+  if (phnum) {
+    if (phentsize < 56) {
+      malformed(what, "program header entries of " + std::to_string(phentsize) + " bytes");
+    }
+    elf.need(phoff, std::size_t(phnum) * phentsize, "program header table");
+    for (std::size_t i = 0; i < phnum; ++i) {
+      const std::size_t h = phoff + i * phentsize;
+      elf.need(elf.get<std::uint64_t>(h + 8), elf.get<std::uint64_t>(h + 32), "program segment");
+    }
+  }
+
+  // Section headers.
+  if (shnum == 0 || shentsize < 64) malformed(what, "no section header table");
+  if (shstrndx >= shnum) malformed(what, "section name table index out of range");
+  elf.need(shoff, std::size_t(shnum) * shentsize, "section header table");
+  std::vector<Section> sections(shnum);
+  for (std::size_t i = 0; i < shnum; ++i) {
+    std::size_t h = shoff + i * shentsize;
+    Section& s = sections[i];
+    s.type = elf.get<std::uint32_t>(h + 4);
+    s.offset = elf.get<std::uint64_t>(h + 24);
+    s.size = elf.get<std::uint64_t>(h + 32);
+    s.link = elf.get<std::uint32_t>(h + 40);
+    s.info = elf.get<std::uint32_t>(h + 44);
+    s.entsize = elf.get<std::uint64_t>(h + 56);
+    s.name_index = elf.get<std::uint32_t>(h);
+    if (s.type != 8 /* SHT_NOBITS */) elf.need(s.offset, s.size, "section contents");
+  }
+  const Section& shstr = sections[shstrndx];
+  auto string_at = [&](const Section& table, std::uint64_t index) {
+    if (index >= table.size) malformed(what, "string index out of range");
+    std::string_view strings = elf.slice(table.offset, table.size, "string table");
+    std::size_t end = strings.find('\0', index);
+    if (end == std::string_view::npos) malformed(what, "unterminated string");
+    return std::string(strings.substr(index, end - index));
+  };
+  for (Section& s : sections) s.name = string_at(shstr, s.name_index);
+
+  // 'a' marker of CUDA 13 cubins, in .nv.compat.
+  for (const Section& s : sections) {
+    if (s.name != ".nv.compat") continue;
+    for (const Record& r : read_records(elf, s)) {
+      if (r.format != kEifmtSval && r.attribute == kEicompatAcceleratorTarget && r.value != 0) {
+        accelerated = true;
+      }
+    }
+  }
+  if (sm < 10) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", flags);
+    malformed(what, std::string("e_flags ") + buf + " name no SM architecture");
+  }
+  image.arch = SmArch::from_number(sm, accelerated ? 'a' : '\0');
+
+  // Entry symbols.
+  const Section* symtab = nullptr;
+  for (const Section& s : sections) {
+    if (s.type == kShtSymtab) symtab = &s;
+  }
+  if (!symtab) return image;  // no symbols: no entry points
+  if (symtab->link >= sections.size()) malformed(what, "symbol string table index out of range");
+  const Section& strtab = sections[symtab->link];
+  std::map<std::uint32_t, std::size_t> entry_by_section;  // .text section index -> entry
+  for (std::uint64_t off = 0; off + 24 <= symtab->size; off += 24) {
+    std::size_t p = symtab->offset + off;
+    const auto name = elf.get<std::uint32_t>(p);
+    const auto info = elf.get<std::uint8_t>(p + 4);
+    const auto other = elf.get<std::uint8_t>(p + 5);
+    const auto shndx = elf.get<std::uint16_t>(p + 6);
+    if ((info & 0xf) != kSttFunc || !(other & kStoCudaEntry)) continue;
+    std::string symbol = string_at(strtab, name);
+    if (symbol.empty() || printable(symbol) != symbol) {
+      malformed(what, "entry point name '" + printable(symbol) + "' is not printable ASCII");
+    }
+    entry_by_section[shndx] = image.entries.size();
+    image.entries.push_back({std::move(symbol), std::nullopt});
+  }
+  // Parameters from each entry's .nv.info.<name>.
+  for (const Section& s : sections) {
+    if (s.type != kShtCudaInfo || s.name.rfind(".nv.info.", 0) != 0) continue;
+    EntryPoint* entry = nullptr;
+    auto it = entry_by_section.find(s.info);
+    if (it != entry_by_section.end()) {
+      entry = &image.entries[it->second];
+    } else {
+      for (EntryPoint& e : image.entries) {
+        if (".nv.info." + e.name == s.name) entry = &e;
+      }
+    }
+    if (entry) entry->params = params_from_info(elf, s);
+  }
+  return image;
+}
+
+// --------------------------------------------------------------- fatbin ---
+
+constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
+
+BinaryImage parse_fatbin(std::string_view bytes) {
+  const char* what = "fatbin";
+  Reader fat(bytes, what);
+  BinaryImage image;
+  image.format = BinaryFormat::Fatbin;
+  image.entries_known = false;
+  const auto header_size = fat.get<std::uint16_t>(6, "fatbin header");
+  const auto payload_size = fat.get<std::uint64_t>(8, "fatbin header");
+  if (header_size < 16) malformed(what, "header size " + std::to_string(header_size));
+  fat.need(header_size, payload_size, "fatbin payload");
+  std::size_t pos = header_size, end = header_size + payload_size;
+  while (pos + 48 <= end) {
+    const auto kind = fat.get<std::uint16_t>(pos);
+    const auto entry_header = fat.get<std::uint32_t>(pos + 4);
+    const auto size = fat.get<std::uint64_t>(pos + 8);
+    const auto sm = fat.get<std::uint32_t>(pos + 28);
+    const auto flags = fat.get<std::uint64_t>(pos + 40);
+    if (entry_header < 48 || !fat.has(pos + entry_header, size) ||
+        pos + entry_header + size > end) {
+      malformed(what, "image at byte " + std::to_string(pos) + " runs past the payload");
+    }
+    if (kind == 1 || kind == 2) {
+      FatbinImage im;
+      im.is_ptx = kind == 1;
+      char variant = (flags & 0x100000) ? 'a' : (flags & 0x200000) ? 'f' : '\0';
+      im.arch = SmArch::from_number(static_cast<int>(sm), variant);
+      im.compressed = (flags & 0xA000) != 0;
+      im.offset = pos + entry_header;
+      im.size = size;
+      image.images.push_back(im);
+    }
+    pos += entry_header + size;
+  }
+  if (image.images.empty()) malformed(what, "it holds no cubin or PTX image");
+  // Entry points from the first image we can read (all come from one source).
+  for (const FatbinImage& im : image.images) {
+    if (im.compressed) continue;
+    std::string_view payload = bytes.substr(im.offset, im.size);
+    try {
+      BinaryImage inner = im.is_ptx ? parse_ptx(payload) : parse_cubin(payload);
+      image.entries = std::move(inner.entries);
+      image.entries_known = true;
+      break;
+    } catch (const ArgumentError&) {
+      // an image we cannot read: try the next one
+    }
+  }
+  return image;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------- API ---
+
+const char* binary_format_name(BinaryFormat format) {
+  switch (format) {
+    case BinaryFormat::Ptx: return "ptx";
+    case BinaryFormat::Cubin: return "cubin";
+    case BinaryFormat::Fatbin: return "fatbin";
+  }
+  return "?";
+}
+
+std::string SmArch::name() const {
+  std::string out = "sm_" + std::to_string(number());
+  if (variant) out += variant;
+  return out;
+}
+
+SmArch SmArch::from_number(int sm, char variant) {
+  return SmArch{sm / 10, sm % 10, variant};
+}
+
+bool cubin_runs_on(const SmArch& code, int cc_major, int cc_minor) {
+  if (code.major != cc_major) return false;
+  return code.variant == 'a' ? code.minor == cc_minor : code.minor <= cc_minor;
+}
+
+bool ptx_runs_on(const SmArch& code, int cc_major, int cc_minor) {
+  if (code.variant == 'a') return code.major == cc_major && code.minor == cc_minor;
+  if (code.variant == 'f') return code.major == cc_major && code.minor <= cc_minor;
+  return code.number() <= cc_major * 10 + cc_minor;
+}
+
+BinaryImage parse_binary(std::string_view bytes) {
+  if (bytes.empty()) {
+    throw ArgumentError(kArg, "is empty; expected PTX text, an ELF cubin or a fatbin");
+  }
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "\x7f" "ELF", 4) == 0) {
+    return parse_cubin(bytes);
+  }
+  if (bytes.size() >= 4) {
+    std::uint32_t magic;
+    std::memcpy(&magic, bytes.data(), 4);
+    if (magic == kFatbinMagic) return parse_fatbin(bytes);
+  }
+  if (looks_like_ptx(bytes)) return parse_ptx(bytes);
+  std::string message = "expected PTX text, an ELF cubin or a fatbin; got " +
+                        std::to_string(bytes.size()) + " bytes starting " + hex_prefix(bytes);
+  if (bytes.find("__global__") != std::string_view::npos) {
+    message += " (this looks like CUDA C++ source: compile it first, e.g. with "
+               "jitkernel.compile_cuda(source), or use jitkernel.cuda_kernel)";
+  }
+  throw ArgumentError(kArg, message);
+}
+
+const EntryPoint* find_entry(const BinaryImage& image, const std::string& name) {
+  if (!image.entries_known) return nullptr;
+  for (const EntryPoint& e : image.entries) {
+    if (e.name == name) return &e;
+  }
+  std::vector<std::string> names;
+  for (const EntryPoint& e : image.entries) names.push_back(e.name);
+  throw_missing_entry(name, image.format, names);
+}
+
+void throw_missing_entry(const std::string& name, BinaryFormat format,
+                         const std::optional<std::vector<std::string>>& entry_names) {
+  std::string listed;
+  if (!entry_names) {
+    listed = " (its entry points could not be listed)";
+  } else if (entry_names->empty()) {
+    listed = "; it has no entry points";
+  } else {
+    listed = "; entry points in this binary: " + join(*entry_names);
+  }
+  throw ArgumentError("name", "no entry point '" + name + "' in this " +
+                                  binary_format_name(format) + listed +
+                                  " (C++ kernels need their mangled name, or extern \"C\")");
+}
+
+const FatbinImage* fatbin_image_for(const BinaryImage& image, int cc_major, int cc_minor) {
+  const FatbinImage* best = nullptr;
+  for (const FatbinImage& im : image.images) {  // best cubin: highest compatible SM
+    if (!im.is_ptx && cubin_runs_on(im.arch, cc_major, cc_minor) &&
+        (!best || im.arch.number() > best->arch.number())) {
+      best = &im;
+    }
+  }
+  if (best) return best;
+  for (const FatbinImage& im : image.images) {
+    if (im.is_ptx && ptx_runs_on(im.arch, cc_major, cc_minor) &&
+        (!best || im.arch.number() > best->arch.number())) {
+      best = &im;
+    }
+  }
+  return best;
+}
+
+void check_arch(const BinaryImage& image, int cc_major, int cc_minor,
+                const std::string& device_label, const std::string& device_name) {
+  const std::string device = device_label + " is sm_" + std::to_string(cc_major * 10 + cc_minor) +
+                             " (" + device_name + ")";
+  const std::string suggestion = arch_for(cc_major, cc_minor);  // what NVRTC compiles for it
+  switch (image.format) {
+    case BinaryFormat::Cubin:
+      if (!cubin_runs_on(*image.arch, cc_major, cc_minor)) {
+        throw ArgumentError(kArg, "cubin built for " + image.arch->name() + " but " + device +
+                                      "; compile it for " + suggestion +
+                                      " (e.g. nvcc -cubin -arch=" + suggestion + ") or pass PTX");
+      }
+      return;
+    case BinaryFormat::Ptx:
+      if (!ptx_runs_on(*image.arch, cc_major, cc_minor)) {
+        throw ArgumentError(kArg, "PTX targets " + image.arch->name() + " but " + device +
+                                      ", which cannot run it; compile for " + suggestion +
+                                      " or an older architecture");
+      }
+      return;
+    case BinaryFormat::Fatbin:
+      if (!fatbin_image_for(image, cc_major, cc_minor)) {
+        std::vector<std::string> held;
+        for (const FatbinImage& im : image.images) {
+          held.push_back((im.is_ptx ? "PTX for " : "cubin for ") + im.arch.name());
+        }
+        throw ArgumentError(kArg, "fatbin holds " + join(held) + " but " + device +
+                                      " and can run none of them; add -gencode for " + suggestion);
+      }
+      return;
+  }
+}
+
+void check_params(const std::vector<KernelParam>& params, const ParamCheck& call) {
+  auto bytes_text = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); };
+  const std::size_t pointers = std::size_t(call.num_inputs) + call.num_outputs;
+  const std::size_t given = pointers + call.scalar_dtypes.size();
+  const std::string kernel = "kernel '" + call.kernel_name + "'";
+  const char* order = "; parameters are passed as: input pointers, output pointers, then scalars";
+  if (params.size() != given) {
+    std::string message = kernel + " takes " + std::to_string(params.size()) +
+                          " parameters but the call passes " + std::to_string(given) + " (" +
+                          std::to_string(call.num_inputs) + " inputs, " +
+                          std::to_string(call.num_outputs) + " outputs, " +
+                          std::to_string(call.scalar_dtypes.size()) + " scalars)" + order;
+    throw ArgumentError(params.size() < pointers ? "inputs" : "scalars", message);
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::size_t expected;
+    std::string what;
+    const char* argument;
+    if (i < pointers) {
+      const bool is_input = i < std::size_t(call.num_inputs);
+      expected = 8;
+      argument = is_input ? "inputs" : "output_shapes";
+      what = (is_input ? "inputs[" + std::to_string(i) + "]"
+                       : "output " + std::to_string(i - call.num_inputs)) +
+             " is passed as a pointer (8 bytes)";
+    } else {
+      const std::size_t s = i - pointers;
+      const DType dtype = call.scalar_dtypes[s];
+      expected = dtype_size(dtype);
+      argument = "scalars";
+      what = "scalars[" + std::to_string(s) + "] is " + dtype_name(dtype) + " (" +
+             bytes_text(expected) + ")";
+    }
+    if (params[i].size == expected) continue;
+    std::string hint;
+    if (i >= pointers) {
+      hint = "; pass a NumPy scalar of the parameter's C type (numpy.int64 / numpy.float64 for 8 "
+             "bytes, numpy.int16 / numpy.float16 for 2, numpy.bool_ / numpy.int8 for 1)";
+    }
+    throw ArgumentError(argument, "parameter " + std::to_string(i) + " of " + kernel + " is " +
+                                      bytes_text(params[i].size) + " but " + what + hint + order);
+  }
+}
+
+std::optional<std::pair<int, int>> max_ptx_version_for_driver(int driver_version) {
+  const int major = driver_version / 1000, minor = (driver_version % 1000) / 10;
+  if (major == 13) return std::make_pair(9, minor);
+  if (major == 12) {
+    static const int kMinor[10] = {0, 1, 2, 3, 4, 5, 5, 6, 7, 8};  // 12.6 kept 8.5
+    return std::make_pair(8, kMinor[std::min(minor, 9)]);
+  }
+  if (major == 11) return std::make_pair(7, std::min(minor, 8));
+  return std::nullopt;
+}
+
+}  // namespace jk::cuda

@@ -1,0 +1,165 @@
+// Source, compilation, loading and launching of jitkernel's helper kernels
+// (see builtin_kernels.hpp). Grid-stride loops keep the grid small; index
+// arithmetic is 64-bit throughout.
+#include "jitkernel/cuda/builtin_kernels.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/compiler.hpp"
+#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/module_cache.hpp"
+
+namespace jk::cuda {
+namespace {
+
+constexpr const char* kSource = R"(// jitkernel builtin kernels
+struct JkDims {
+  long long v[16];
+};
+
+template <typename T>
+__device__ void jk_copy_strided(const T* __restrict__ src, T* __restrict__ dst, long long count,
+                                int ndim, const JkDims& shape, const JkDims& strides) {
+  long long step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+    long long rest = i;
+    long long offset = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      long long extent = shape.v[d];
+      offset += (rest % extent) * strides.v[d];
+      rest /= extent;
+    }
+    dst[i] = src[offset];
+  }
+}
+
+extern "C" __global__ void jk_copy_strided_1(const unsigned char* src, unsigned char* dst,
+                                             long long count, int ndim, JkDims shape,
+                                             JkDims strides) {
+  jk_copy_strided(src, dst, count, ndim, shape, strides);
+}
+extern "C" __global__ void jk_copy_strided_2(const unsigned short* src, unsigned short* dst,
+                                             long long count, int ndim, JkDims shape,
+                                             JkDims strides) {
+  jk_copy_strided(src, dst, count, ndim, shape, strides);
+}
+extern "C" __global__ void jk_copy_strided_4(const unsigned int* src, unsigned int* dst,
+                                             long long count, int ndim, JkDims shape,
+                                             JkDims strides) {
+  jk_copy_strided(src, dst, count, ndim, shape, strides);
+}
+extern "C" __global__ void jk_copy_strided_8(const unsigned long long* src, unsigned long long* dst,
+                                             long long count, int ndim, JkDims shape,
+                                             JkDims strides) {
+  jk_copy_strided(src, dst, count, ndim, shape, strides);
+}
+
+extern "C" __global__ void jk_fill_8(unsigned long long* dst, long long count,
+                                     unsigned long long value) {
+  long long step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+    dst[i] = value;
+  }
+}
+)";
+
+struct JkDims {
+  long long v[kBuiltinMaxNdim];
+};
+static_assert(sizeof(JkDims) == 8 * kBuiltinMaxNdim, "JkDims must match the device struct");
+
+struct BuiltinFunctions {
+  CUfunction copy[4] = {};  // by log2(element size)
+  CUfunction fill8 = nullptr;
+};
+
+constexpr unsigned kThreads = 256;
+constexpr long long kMaxBlocks = 65535;
+
+// Compiled once per architecture, loaded once per device.
+const BuiltinFunctions& functions(int device) {
+  static std::mutex mutex;
+  static auto* cubins = new std::map<std::string, std::string>;             // arch -> cubin
+  static auto* per_device = new std::map<int, std::unique_ptr<BuiltinFunctions>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = per_device->find(device);
+  if (it != per_device->end()) return *it->second;
+
+  const std::string& arch = device_info(device).arch;
+  auto cubin = cubins->find(arch);
+  if (cubin == cubins->end()) {
+    cubin = cubins->emplace(arch, compile_source(kSource, "jitkernel_builtins.cu", arch)).first;
+  }
+  CUmodule module = load_module(device, cubin->second);
+  auto fns = std::make_unique<BuiltinFunctions>();
+  fns->copy[0] = get_function(module, "jk_copy_strided_1");
+  fns->copy[1] = get_function(module, "jk_copy_strided_2");
+  fns->copy[2] = get_function(module, "jk_copy_strided_4");
+  fns->copy[3] = get_function(module, "jk_copy_strided_8");
+  fns->fill8 = get_function(module, "jk_fill_8");
+  return *per_device->emplace(device, std::move(fns)).first->second;
+}
+
+void launch_1d(CUfunction function, const char* name, CUstream stream, long long count,
+               void** params) {
+  long long blocks = std::min<long long>((count + kThreads - 1) / kThreads, kMaxBlocks);
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(std::max<long long>(blocks, 1));
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = kThreads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = 0;
+  config.hStream = stream;
+  config.attrs = nullptr;
+  config.numAttrs = 0;
+  check(driver().cuLaunchKernelEx(&config, function, params, nullptr),
+        (std::string("launching jitkernel's ") + name).c_str());
+  note_kernel_launch(name);
+}
+
+}  // namespace
+
+const char* builtin_kernels_source() { return kSource; }
+
+void launch_strided_copy(int device, CUstream stream, const void* src, void* dst,
+                         std::size_t elem_size, const std::vector<std::int64_t>& shape,
+                         const std::vector<std::int64_t>& strides) {
+  int which = elem_size == 1 ? 0 : elem_size == 2 ? 1 : elem_size == 4 ? 2 : elem_size == 8 ? 3 : -1;
+  if (which < 0 || shape.size() != strides.size() ||
+      shape.size() > static_cast<std::size_t>(kBuiltinMaxNdim)) {
+    throw Error("internal error: unsupported strided copy (element size " +
+                std::to_string(elem_size) + ", " + std::to_string(shape.size()) + " dims)");
+  }
+  long long count = 1;
+  JkDims dims{}, steps{};
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    dims.v[d] = shape[d];
+    steps.v[d] = strides[d];
+    count *= shape[d];
+  }
+  if (count <= 0) return;
+  CUfunction function = functions(device).copy[which];
+  DeviceGuard guard(device);
+  int ndim = static_cast<int>(shape.size());
+  void* params[] = {&src, &dst, &count, &ndim, &dims, &steps};
+  launch_1d(function, "builtin strided copy (ensure_row_contiguous)", stream, count, params);
+}
+
+void launch_fill8(int device, CUstream stream, void* dst, std::size_t count, std::uint64_t pattern) {
+  if (count == 0) return;
+  CUfunction function = functions(device).fill8;
+  DeviceGuard guard(device);
+  long long n = static_cast<long long>(count);
+  unsigned long long value = pattern;
+  void* params[] = {&dst, &n, &value};
+  launch_1d(function, "builtin fill (init_value)", stream, n, params);
+}
+
+}  // namespace jk::cuda

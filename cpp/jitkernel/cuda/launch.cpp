@@ -1,0 +1,324 @@
+// The launch path shared by cuda_kernel and precompiled_cuda_kernel (see
+// launch.hpp). Everything that can be checked without a GPU is checked before
+// the driver is touched, and everything else before the first allocation, so
+// a bad argument never leaves work half-enqueued. Nothing here synchronises.
+#include "jitkernel/cuda/launch.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/device.hpp"
+
+namespace jk::cuda {
+namespace {
+
+constexpr const char* kAxes[3] = {"x", "y", "z"};
+
+std::string dims_text(const Dim3& d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string device_text(int device) {
+  return device == kHostDevice ? "the host" : "cuda:" + std::to_string(device);
+}
+
+// Checks that need no device.
+void validate_config(const LaunchConfig& c) {
+  if (c.grid.x <= 0 || c.grid.y <= 0 || c.grid.z <= 0) {
+    throw ArgumentError("grid", "expected 3 positive ints (threads in x, y, z), got " +
+                                    dims_text(c.grid));
+  }
+  if (c.threadgroup.x <= 0 || c.threadgroup.y <= 0 || c.threadgroup.z <= 0) {
+    throw ArgumentError("threadgroup", "expected 3 positive ints (threads per block in x, y, z), got " +
+                                           dims_text(c.threadgroup));
+  }
+  if (c.shared_memory < 0) {
+    throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " +
+                                             std::to_string(c.shared_memory));
+  }
+}
+
+void validate_outputs(const CallArguments& args) {
+  const std::size_t n = args.output_dtypes.size();
+  if (args.output_shapes.size() != n) {
+    throw ArgumentError("output_shapes", "got " + std::to_string(args.output_shapes.size()) +
+                                             " shapes for " + std::to_string(n) +
+                                             " output_dtypes; give one shape and one dtype per output");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (auto extent : args.output_shapes[i]) {
+      if (extent < 0) {
+        throw ArgumentError("output_shapes", "output " + std::to_string(i) + " has shape " +
+                                                 shape_text(args.output_shapes[i]) +
+                                                 "; dimensions must be >= 0");
+      }
+    }
+  }
+  if (args.init_value) {
+    for (DType dtype : args.output_dtypes) encode_element(dtype, *args.init_value, "init_value");
+  }
+  if (args.provided_outputs.empty()) return;
+  if (args.provided_outputs.size() != n) {
+    throw ArgumentError("outputs", "expected " + std::to_string(n) + " arrays (one per output), got " +
+                                       std::to_string(args.provided_outputs.size()));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const ArrayView& out = args.provided_outputs[i];
+    const std::string which = "outputs[" + std::to_string(i) + "]";
+    if (out.device == kHostDevice) {
+      throw ArgumentError("outputs", which + " is a host array; kernels write device memory: pass "
+                                             "a CUDA array (PyTorch, CuPy, JAX, jitkernel.Array)");
+    }
+    if (out.dtype != args.output_dtypes[i]) {
+      throw ArgumentError("outputs", which + " has dtype " + dtype_name(out.dtype) + " but output_dtypes[" +
+                                         std::to_string(i) + "] is " + dtype_name(args.output_dtypes[i]));
+    }
+    if (out.shape != args.output_shapes[i]) {
+      throw ArgumentError("outputs", which + " has shape " + shape_text(out.shape) +
+                                         " but output_shapes[" + std::to_string(i) + "] is " +
+                                         shape_text(args.output_shapes[i]));
+    }
+    if (!out.row_contiguous()) {
+      throw ArgumentError("outputs", which + " is not row-contiguous (C order); kernels write outputs "
+                                             "densely: pass a contiguous array");
+    }
+    if (reinterpret_cast<std::uintptr_t>(out.data) % dtype_size(out.dtype) != 0) {
+      throw ArgumentError("outputs", which + "'s data pointer is not aligned to its element size");
+    }
+  }
+}
+
+// The device of the context a (non-special) stream belongs to.
+int stream_device(CUstream stream) {
+  const DriverApi& api = driver();
+  CUcontext ctx = nullptr;
+  check(api.cuStreamGetCtx(stream, &ctx), "stream: reading the stream's context");
+  CUcontext previous = nullptr;
+  check(api.cuCtxGetCurrent(&previous), "reading the current CUDA context");
+  if (ctx != previous) check(api.cuCtxSetCurrent(ctx), "stream: entering the stream's context");
+  CUdevice dev = 0;
+  CUresult r = api.cuCtxGetDevice(&dev);
+  if (ctx != previous) api.cuCtxSetCurrent(previous);
+  check(r, "stream: reading the stream's device");
+  for (int i = 0, n = device_count(); i < n; ++i) {
+    CUdevice handle = 0;
+    if (api.cuDeviceGet(&handle, i) == CUDA_SUCCESS && handle == dev) return i;
+  }
+  return static_cast<int>(dev);
+}
+
+// Inputs decide; then caller-provided outputs; then the stream; else device 0.
+int resolve_device(const CallArguments& args, CUstream stream) {
+  int device = kHostDevice;
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < args.inputs.size(); ++i) {
+    const auto* array = std::get_if<ArrayView>(&args.inputs[i]);
+    if (array == nullptr || array->device == kHostDevice) continue;
+    if (device == kHostDevice) {
+      device = array->device;
+      first = i;
+    } else if (array->device != device) {
+      throw ArgumentError("inputs", "inputs[" + std::to_string(i) + "] is on " +
+                                        device_text(array->device) + " but inputs[" +
+                                        std::to_string(first) + "] is on " + device_text(device) +
+                                        "; all inputs must be on one device");
+    }
+  }
+  const bool from_inputs = device != kHostDevice;
+  for (std::size_t i = 0; i < args.provided_outputs.size(); ++i) {
+    int d = args.provided_outputs[i].device;
+    if (device == kHostDevice) {
+      device = d;
+      first = i;
+    } else if (d != device) {
+      throw ArgumentError("outputs", "outputs[" + std::to_string(i) + "] is on " + device_text(d) +
+                                         " but " +
+                                         (from_inputs ? "the inputs are"
+                                                      : "outputs[" + std::to_string(first) + "] is") +
+                                         " on " + device_text(device));
+    }
+  }
+  if (device != kHostDevice) return device;
+  // 0, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name no device.
+  if (reinterpret_cast<std::uintptr_t>(stream) > 2) return stream_device(stream);
+  return 0;
+}
+
+// Remembers the largest MAX_DYNAMIC_SHARED_SIZE_BYTES set per function. The
+// attribute only ever rises: lowering it could fail a launch another thread
+// is about to make with the larger amount.
+void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, int bytes,
+                                  int device) {
+  if (bytes <= 0) return;
+  static std::mutex mutex;
+  static auto* record = new std::unordered_map<CUfunction, int>;
+  std::lock_guard<std::mutex> lock(mutex);
+  int& current = (*record)[function];
+  if (current >= bytes) return;
+  const DriverApi& api = driver();
+  CUresult r = api.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  if (r != CUDA_SUCCESS) {
+    int static_bytes = 0;
+    const int limit = device_info(device).max_shared_memory_per_block_optin;
+    if (api.cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function) ==
+            CUDA_SUCCESS &&
+        static_bytes + static_cast<long long>(bytes) > limit) {
+      throw ArgumentError("shared_memory", std::to_string(bytes) + " bytes of dynamic shared memory plus the " +
+                                               std::to_string(static_bytes) + " bytes of static shared memory "
+                                               "kernel '" + kernel_name + "' declares exceed the device "
+                                               "maximum of " + std::to_string(limit) + " bytes");
+    }
+    check(r, ("setting the dynamic shared memory of kernel '" + std::string(kernel_name) + "'").c_str());
+  }
+  current = bytes;
+}
+
+// Adds what the function's own limits say to a failed launch.
+[[noreturn]] void launch_failed(CUresult r, CUfunction function, const char* kernel_name,
+                                const LaunchGeometry& g) {
+  std::string what = "launching kernel '" + std::string(kernel_name) + "'";
+  if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) {
+    const DriverApi& api = driver();
+    int max_threads = 0, registers = 0;
+    const long long threads = 1LL * g.block[0] * g.block[1] * g.block[2];
+    if (api.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function) == 0 &&
+        api.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function) == 0 &&
+        max_threads > 0 && threads > max_threads) {
+      what += " with " + std::to_string(threads) + " threads per block (the kernel uses " +
+              std::to_string(registers) + " registers per thread, so it can run at most " +
+              std::to_string(max_threads) + " threads per block: use a smaller threadgroup)";
+    }
+  }
+  check(r, what.c_str());
+  throw CudaError(r, what);  // not reached: check() throws for every failure
+}
+
+}  // namespace
+
+PreparedCall prepare_call(const CallArguments& args) {
+  return prepare_call(args, args.launch, args.ensure_row_contiguous);
+}
+
+int validate_call(const CallArguments& args, const LaunchConfig& launch) {
+  validate_config(launch);
+  validate_outputs(args);
+  return resolve_device(args, reinterpret_cast<CUstream>(launch.stream));
+}
+
+PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
+                          bool ensure_row_contiguous) {
+  const int device = validate_call(args, launch);
+  CUstream stream = reinterpret_cast<CUstream>(launch.stream);
+  launch_geometry(launch, device);  // device limits, before any work is enqueued
+  DeviceGuard guard(device);
+
+  PreparedCall prepared;
+  prepared.device = device;
+  prepared.stream = stream;
+  prepared.inputs.reserve(args.inputs.size());
+  for (const KernelInput& input : args.inputs) {
+    const auto* array = std::get_if<ArrayView>(&input);
+    if (array == nullptr) {
+      prepared.inputs.push_back(input);
+    } else if (array->device == kHostDevice) {
+      prepared.temporaries.push_back(upload(*array, device, stream));
+      prepared.inputs.emplace_back(prepared.temporaries.back().view);
+    } else if (ensure_row_contiguous && !array->row_contiguous()) {
+      prepared.temporaries.push_back(make_row_contiguous(*array, stream));
+      prepared.inputs.emplace_back(prepared.temporaries.back().view);
+    } else {
+      prepared.inputs.push_back(input);
+    }
+  }
+  const std::size_t n = args.output_dtypes.size();
+  prepared.outputs.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!args.provided_outputs.empty()) {
+      prepared.outputs.push_back(OwnedArray{nullptr, args.provided_outputs[i]});
+    } else {
+      prepared.outputs.push_back(allocate_array(device, args.output_dtypes[i], args.output_shapes[i], stream));
+    }
+    if (args.init_value) fill(prepared.outputs.back().view, *args.init_value, stream);
+  }
+  return prepared;
+}
+
+LaunchGeometry launch_geometry(const LaunchConfig& config, int device) {
+  validate_config(config);
+  const DeviceInfo& info = device_info(device);
+  const std::int64_t grid[3] = {config.grid.x, config.grid.y, config.grid.z};
+  const std::int64_t group[3] = {config.threadgroup.x, config.threadgroup.y, config.threadgroup.z};
+  LaunchGeometry g{};
+  std::int64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t block = std::min(group[i], grid[i]);
+    if (block > info.max_block_dim[i]) {
+      throw ArgumentError("threadgroup", dims_text(config.threadgroup) + " has " + std::to_string(block) +
+                                             " threads in " + kAxes[i] + " (after clamping to the grid); "
+                                             "the device allows at most " +
+                                             std::to_string(info.max_block_dim[i]) + " in " + kAxes[i]);
+    }
+    const std::int64_t blocks = grid[i] / block + (grid[i] % block != 0);
+    if (blocks > info.max_grid_dim[i]) {
+      throw ArgumentError("grid", dims_text(config.grid) + " needs " + std::to_string(blocks) +
+                                      " blocks of " + std::to_string(block) + " threads in " + kAxes[i] +
+                                      "; the device allows at most " +
+                                      std::to_string(info.max_grid_dim[i]) + " blocks in " + kAxes[i]);
+    }
+    threads *= block;
+    g.block[i] = static_cast<unsigned>(block);
+    g.grid[i] = static_cast<unsigned>(blocks);
+  }
+  if (threads > info.max_threads_per_block) {
+    throw ArgumentError("threadgroup", dims_text(config.threadgroup) + " makes blocks of " +
+                                           std::to_string(threads) + " threads (after clamping to the "
+                                           "grid); the device allows at most " +
+                                           std::to_string(info.max_threads_per_block) + " per block");
+  }
+  if (config.shared_memory > info.max_shared_memory_per_block_optin) {
+    throw ArgumentError("shared_memory", std::to_string(config.shared_memory) +
+                                             " bytes requested; the device maximum is " +
+                                             std::to_string(info.max_shared_memory_per_block_optin) +
+                                             " bytes");
+  }
+  return g;
+}
+
+void launch_function(CUfunction function, const char* kernel_name, const LaunchConfig& config,
+                     int device, void** params) {
+  const LaunchGeometry g = launch_geometry(config, device);
+  const DriverApi& api = driver();
+  DeviceGuard guard(device);
+  ensure_dynamic_shared_memory(function, kernel_name, config.shared_memory, device);
+  CUlaunchConfig launch{};
+  launch.gridDimX = g.grid[0];
+  launch.gridDimY = g.grid[1];
+  launch.gridDimZ = g.grid[2];
+  launch.blockDimX = g.block[0];
+  launch.blockDimY = g.block[1];
+  launch.blockDimZ = g.block[2];
+  launch.sharedMemBytes = static_cast<unsigned>(config.shared_memory);
+  launch.hStream = reinterpret_cast<CUstream>(config.stream);
+  launch.attrs = nullptr;
+  launch.numAttrs = 0;
+  CUresult r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
+  // A fault reported here comes from an earlier kernel, so the record is
+  // updated only after a successful enqueue.
+  if (r != CUDA_SUCCESS) launch_failed(r, function, kernel_name, g);
+  note_kernel_launch(kernel_name);
+}
+
+}  // namespace jk::cuda

@@ -1,0 +1,307 @@
+// Device memory and the copies/fills around launches. Allocations are
+// stream-ordered (cuMemAllocAsync from the device's default pool, whose
+// release threshold is raised once so freed memory stays cached) and freed
+// with cuMemFreeAsync on the allocation stream. init_value is converted to the
+// output dtype on the host (round-to-nearest-even for floating types) and
+// written with cuMemsetD8/16/32Async, or a builtin kernel for 8-byte patterns.
+#include "jitkernel/cuda/memory.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/builtin_kernels.hpp"
+#include "jitkernel/cuda/device.hpp"
+
+namespace jk::cuda {
+namespace {
+
+// ---- stream-ordered allocation --------------------------------------------
+
+enum PoolState : int { kUnknown = 0, kPools = 1, kNoPools = 2 };
+constexpr int kMaxDevices = 256;
+std::atomic<int> g_pool_state[kMaxDevices] = {};
+std::mutex g_pool_mutex;
+
+// Whether `device` supports cuMemAllocAsync; configures its default pool on
+// first use. The device's context must be current.
+bool uses_pools(int device) {
+  if (device < 0 || device >= kMaxDevices) return false;
+  int state = g_pool_state[device].load(std::memory_order_acquire);
+  if (state != kUnknown) return state == kPools;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  state = g_pool_state[device].load(std::memory_order_relaxed);
+  if (state != kUnknown) return state == kPools;
+  const DriverApi& api = driver();
+  CUdevice dev = 0;
+  check(api.cuDeviceGet(&dev, device), "opening a CUDA device");
+  int supported = 0;
+  check(api.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev),
+        "reading device attributes");
+  if (supported) {
+    CUmemoryPool pool = nullptr;
+    check(api.cuDeviceGetDefaultMemPool(&pool, dev), "getting the device's memory pool");
+    std::uint64_t keep_everything = std::numeric_limits<std::uint64_t>::max();
+    check(api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything),
+          "configuring the device's memory pool");
+  }
+  state = supported ? kPools : kNoPools;
+  g_pool_state[device].store(state, std::memory_order_release);
+  return state == kPools;
+}
+
+// prod(shape) * element size, with overflow and sign checks.
+std::size_t checked_nbytes(DType dtype, const std::vector<std::int64_t>& shape) {
+  std::int64_t count = 1;
+  for (auto extent : shape) {
+    if (extent < 0 || __builtin_mul_overflow(count, extent, &count)) {
+      throw ArgumentError("output_shapes", "an output shape has a negative or too large dimension");
+    }
+  }
+  std::int64_t nbytes = 0;
+  if (__builtin_mul_overflow(count, static_cast<std::int64_t>(dtype_size(dtype)), &nbytes)) {
+    throw ArgumentError("output_shapes", "an output shape is too large to allocate");
+  }
+  return static_cast<std::size_t>(nbytes);
+}
+
+// ---- layouts -----------------------------------------------------------------
+
+// Drops size-1 dims and merges dims that are contiguous with each other, so
+// copies loop over as few dims as possible. An empty result is one element.
+void collapse_dims(std::vector<std::int64_t>& shape, std::vector<std::int64_t>& strides) {
+  std::size_t out = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (out > 0 && strides[out - 1] == strides[d] * shape[d]) {
+      shape[out - 1] *= shape[d];
+      strides[out - 1] = strides[d];
+    } else {
+      shape[out] = shape[d];
+      strides[out] = strides[d];
+      ++out;
+    }
+  }
+  shape.resize(out);
+  strides.resize(out);
+}
+
+// Gathers a strided host array (no zero-size dims) into contiguous `dst`.
+void pack_on_host(const ArrayView& src, unsigned char* dst) {
+  const std::ptrdiff_t elem = static_cast<std::ptrdiff_t>(dtype_size(src.dtype));
+  std::vector<std::int64_t> shape = src.shape, strides = src.strides;
+  collapse_dims(shape, strides);
+  const auto* base = static_cast<const unsigned char*>(src.data);
+  if (shape.empty()) {
+    std::memcpy(dst, base, elem);
+    return;
+  }
+  const int outer = static_cast<int>(shape.size()) - 1;
+  const std::int64_t inner_n = shape.back(), inner_stride = strides.back();
+  std::vector<std::int64_t> index(outer, 0);
+  std::ptrdiff_t offset = 0;  // bytes from base to the current row
+  for (;;) {
+    if (inner_stride == 1) {
+      std::memcpy(dst, base + offset, inner_n * elem);
+      dst += inner_n * elem;
+    } else {
+      for (std::int64_t i = 0; i < inner_n; ++i, dst += elem) {
+        std::memcpy(dst, base + offset + i * inner_stride * elem, elem);
+      }
+    }
+    int d = outer - 1;
+    for (; d >= 0; --d) {
+      offset += strides[d] * elem;
+      if (++index[d] < shape[d]) break;
+      offset -= strides[d] * shape[d] * elem;
+      index[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+struct EventHolder {
+  CUevent event = nullptr;
+  ~EventHolder() {
+    if (event != nullptr) driver().cuEventDestroy(event);
+  }
+};
+
+}  // namespace
+
+// ---- DeviceBuffer ----------------------------------------------------------
+
+std::shared_ptr<DeviceBuffer> DeviceBuffer::allocate(int device, std::size_t nbytes,
+                                                     CUstream stream) {
+  if (nbytes == 0) return std::shared_ptr<DeviceBuffer>(new DeviceBuffer(device, 0, 0, stream));
+  const DriverApi& api = driver();
+  DeviceGuard guard(device);
+  CUdeviceptr ptr = 0;
+  CUresult r = uses_pools(device) ? api.cuMemAllocAsync(&ptr, nbytes, stream)
+                                  : api.cuMemAlloc(&ptr, nbytes);
+  if (r != CUDA_SUCCESS) {
+    check(r, ("allocating " + std::to_string(nbytes) + " bytes on CUDA device " +
+              std::to_string(device))
+                 .c_str());
+  }
+  try {
+    return std::shared_ptr<DeviceBuffer>(new DeviceBuffer(device, ptr, nbytes, stream));
+  } catch (...) {
+    if (uses_pools(device)) api.cuMemFreeAsync(ptr, stream); else api.cuMemFree(ptr);
+    throw;
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ == 0) return;
+  try {
+    const DriverApi& api = driver();
+    DeviceGuard guard(device_);
+    // Errors are ignored: a destructor cannot report them, and they only
+    // happen when the context is already broken or the process is exiting.
+    if (uses_pools(device_)) {
+      api.cuMemFreeAsync(ptr_, stream_);
+    } else {
+      api.cuMemFree(ptr_);
+    }
+  } catch (...) {
+  }
+}
+
+// ---- arrays, copies, fills ---------------------------------------------------
+
+OwnedArray allocate_array(int device, DType dtype, const std::vector<std::int64_t>& shape,
+                          CUstream stream) {
+  std::size_t nbytes = checked_nbytes(dtype, shape);
+  OwnedArray out;
+  out.buffer = DeviceBuffer::allocate(device, nbytes, stream);
+  out.view.data = out.buffer->data();
+  out.view.dtype = dtype;
+  out.view.device = device;
+  out.view.shape = shape;
+  out.view.strides = row_major_strides(shape);
+  return out;
+}
+
+OwnedArray upload(const ArrayView& host, int device, CUstream stream) {
+  OwnedArray out = allocate_array(device, host.dtype, host.shape, stream);
+  std::size_t nbytes = out.view.nbytes();
+  if (nbytes == 0) return out;
+  std::vector<unsigned char> packed;
+  const void* src = host.data;
+  if (!host.row_contiguous()) {
+    packed.resize(nbytes);
+    pack_on_host(host, packed.data());
+    src = packed.data();
+  }
+  DeviceGuard guard(device);
+  // From pageable memory the driver stages the bytes before returning, so
+  // `packed` (and the caller's array) may go away right after this call.
+  check(driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(out.view.data), src, nbytes, stream),
+        "copying an input array to the device");
+  return out;
+}
+
+OwnedArray make_row_contiguous(const ArrayView& array, CUstream stream) {
+  OwnedArray out = allocate_array(array.device, array.dtype, array.shape, stream);
+  if (out.view.nbytes() == 0) return out;
+  std::size_t elem = dtype_size(array.dtype);
+  // Copy in units the source pointer is aligned to (a complex64 view may be
+  // only 4-byte aligned): each element becomes elem/unit trailing units.
+  std::size_t unit = elem;
+  auto address = reinterpret_cast<std::uintptr_t>(array.data);
+  while (unit > 1 && address % unit != 0) unit /= 2;
+  std::vector<std::int64_t> shape = array.shape, strides = array.strides;
+  if (unit < elem) {
+    std::int64_t k = static_cast<std::int64_t>(elem / unit);
+    for (auto& s : strides) s *= k;
+    shape.push_back(k);
+    strides.push_back(1);
+  }
+  collapse_dims(shape, strides);
+  if (shape.empty() || (shape.size() == 1 && strides[0] == 1)) {
+    DeviceGuard guard(array.device);
+    check(driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out.view.data),
+                                     reinterpret_cast<CUdeviceptr>(array.data), out.view.nbytes(),
+                                     stream),
+          "copying an input array on the device");
+    return out;
+  }
+  if (shape.size() > static_cast<std::size_t>(kBuiltinMaxNdim)) {
+    throw ArgumentError("inputs", "an input with " + std::to_string(shape.size()) +
+                                      " non-mergeable strided dimensions cannot be made "
+                                      "row-contiguous (at most " +
+                                      std::to_string(kBuiltinMaxNdim) + ")");
+  }
+  launch_strided_copy(array.device, stream, array.data, out.view.data, unit, shape, strides);
+  return out;
+}
+
+void fill(const ArrayView& array, double value, CUstream stream) {
+  if (!array.row_contiguous()) {
+    throw ArgumentError("outputs", "init_value can only fill row-contiguous outputs");
+  }
+  const std::size_t elem = dtype_size(array.dtype);
+  const std::uint64_t bits = encode_element(array.dtype, value, "init_value");  // before any GPU work
+  const auto count = static_cast<std::size_t>(array.size());
+  if (count == 0) return;
+  const auto ptr = reinterpret_cast<CUdeviceptr>(array.data);
+  if (ptr % elem != 0) {
+    throw ArgumentError("outputs", "an output's data pointer is not aligned to its element size");
+  }
+  const DriverApi& api = driver();
+  DeviceGuard guard(array.device);
+  bool bytes_equal = true;
+  for (std::size_t i = 1; i < elem; ++i) {
+    bytes_equal = bytes_equal && ((bits >> (8 * i)) & 0xFF) == (bits & 0xFF);
+  }
+  const char* what = "filling an output with init_value";
+  if (bytes_equal) {
+    check(api.cuMemsetD8Async(ptr, static_cast<unsigned char>(bits & 0xFF), count * elem, stream), what);
+  } else if (elem == 2) {
+    check(api.cuMemsetD16Async(ptr, static_cast<unsigned short>(bits), count, stream), what);
+  } else if (elem == 4) {
+    check(api.cuMemsetD32Async(ptr, static_cast<unsigned int>(bits), count, stream), what);
+  } else if ((bits & 0xFFFFFFFFu) == (bits >> 32)) {
+    check(api.cuMemsetD32Async(ptr, static_cast<unsigned int>(bits), 2 * count, stream), what);
+  } else {
+    launch_fill8(array.device, stream, array.data, count, bits);
+  }
+}
+
+void download(const ArrayView& array, void* host_dst, CUstream stream) {
+  if (!array.row_contiguous()) {
+    throw ArgumentError("array", "only row-contiguous arrays can be copied to the host");
+  }
+  std::size_t nbytes = array.nbytes();
+  if (nbytes == 0) return;
+  if (array.device == kHostDevice) {
+    std::memcpy(host_dst, array.data, nbytes);
+    return;
+  }
+  const DriverApi& api = driver();
+  DeviceGuard guard(array.device);
+  check(api.cuMemcpyDtoHAsync(host_dst, reinterpret_cast<CUdeviceptr>(array.data), nbytes, stream),
+        "copying an array to the host");
+  check(api.cuStreamSynchronize(stream), "waiting for a copy to the host");
+}
+
+void stream_wait(int device, CUstream waiter, CUstream producer) {
+  if (waiter == producer) return;
+  const DriverApi& api = driver();
+  DeviceGuard guard(device);
+  EventHolder holder;
+  constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
+  check(api.cuEventCreate(&holder.event, kDisableTiming), "creating a CUDA event");
+  check(api.cuEventRecord(holder.event, producer), "recording a CUDA event");
+  check(api.cuStreamWaitEvent(waiter, holder.event, 0), "ordering streams");
+  // Destroying a recorded event is fine: the driver releases it once it completes.
+}
+
+}  // namespace jk::cuda

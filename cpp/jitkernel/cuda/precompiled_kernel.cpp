@@ -1,0 +1,229 @@
+// precompiled_cuda_kernel (see precompiled_kernel.hpp): validate what can be
+// validated without a GPU, prepare the call on the shared launch path, load
+// the binary through the module cache (once per content and device), look the
+// entry up once, check its parameters, pack pointers and scalars, launch.
+#include "jitkernel/cuda/precompiled_kernel.hpp"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/hash.hpp"
+#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/param_pack.hpp"
+
+namespace jk::cuda {
+namespace {
+
+constexpr CUresult kCudaErrorInvalidValue = 1;
+
+using ContentKey = std::pair<std::uint64_t, std::size_t>;  // (hash, size) of compiled_source
+
+ContentKey content_key(const std::string& bytes) {
+  return {hash_bytes(bytes.data(), bytes.size()), bytes.size()};
+}
+
+// Parsed binaries, per content.
+std::shared_ptr<const BinaryImage> parsed(const std::string& bytes, const ContentKey& key) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<ContentKey, std::shared_ptr<const BinaryImage>>;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  auto image = std::make_shared<const BinaryImage>(parse_binary(bytes));  // throws on bad bytes
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache->emplace(key, std::move(image)).first->second;
+}
+
+// An entry point resolved on one device. `driver_params` holds the
+// parameter list the driver reports when the binary itself records none
+// (fatbins whose images are all compressed).
+struct Function {
+  CUfunction function = nullptr;
+  std::optional<std::vector<KernelParam>> driver_params;
+};
+
+std::string device_label(int device) { return "device " + std::to_string(device); }
+
+// The entry points of a loaded module, as the driver lists them (nullopt when
+// the driver cannot enumerate them: before CUDA 12.4).
+std::optional<std::vector<std::string>> driver_entry_names(CUmodule module) {
+  const DriverApi& api = driver();
+  unsigned count = 0;
+  if (!api.cuModuleGetFunctionCount || !api.cuModuleEnumerateFunctions || !api.cuFuncGetName ||
+      api.cuModuleGetFunctionCount(&count, module) != CUDA_SUCCESS) {
+    return std::nullopt;
+  }
+  std::vector<CUfunction> functions(count);
+  if (count && api.cuModuleEnumerateFunctions(functions.data(), count, module) != CUDA_SUCCESS) {
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (CUfunction f : functions) {
+    const char* name = nullptr;
+    if (api.cuFuncGetName(&name, f) != CUDA_SUCCESS || !name) return std::nullopt;
+    names.emplace_back(name);
+  }
+  return names;
+}
+
+// Parameter offsets/sizes as the driver reports them (CUDA 12.4+), or nullopt.
+std::optional<std::vector<KernelParam>> driver_params(CUfunction function) {
+  const DriverApi& api = driver();
+  if (!api.cuFuncGetParamInfo) return std::nullopt;
+  std::vector<KernelParam> params;
+  for (std::size_t i = 0;; ++i) {
+    std::size_t offset = 0, size = 0;
+    CUresult r = api.cuFuncGetParamInfo(function, i, &offset, &size);
+    if (r == kCudaErrorInvalidValue) break;  // past the last parameter
+    if (r != CUDA_SUCCESS) return std::nullopt;
+    params.push_back({offset, size});
+  }
+  return params;
+}
+
+// The driver's reason for refusing `image` on `device`, as an error about the
+// argument that carried it.
+[[noreturn]] void rethrow_load_error(const CudaError& e, const BinaryImage& image, int device) {
+  const DeviceInfo& info = device_info(device);
+  const std::string suggestion = info.arch;
+  int driver_version = 0;
+  driver().cuDriverGetVersion(&driver_version);
+  const std::string driver_text = "CUDA " + std::to_string(driver_version / 1000) + "." +
+                                  std::to_string((driver_version % 1000) / 10);
+  if (image.format == BinaryFormat::Ptx &&
+      (e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || e.code() == CUDA_ERROR_INVALID_PTX)) {
+    auto max = max_ptx_version_for_driver(driver_version);
+    const bool too_new =
+        e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+        (max && std::make_pair(image.ptx_version_major, image.ptx_version_minor) > *max);
+    if (too_new) {
+      std::string message = "PTX ISA version " + std::to_string(image.ptx_version_major) + "." +
+                            std::to_string(image.ptx_version_minor) +
+                            " is newer than the installed driver (" + driver_text;
+      if (max) {
+        message += ", PTX up to " + std::to_string(max->first) + "." + std::to_string(max->second);
+      }
+      message += ") can compile; PTX from a newer toolkit (NVRTC, nvcc) needs a newer driver. "
+                 "Pass a cubin instead (e.g. jitkernel.compile_cuda(source, arch=\"" +
+                 suggestion + "\") or nvcc -cubin -arch=" + suggestion +
+                 "), or update the NVIDIA driver";
+      throw ArgumentError("compiled_source", message);
+    }
+  }
+  if (e.code() == CUDA_ERROR_NO_BINARY_FOR_GPU || e.code() == CUDA_ERROR_INVALID_IMAGE ||
+      e.code() == CUDA_ERROR_INVALID_PTX || e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+    throw ArgumentError("compiled_source", "the driver (" + driver_text + ") cannot load this " +
+                                               binary_format_name(image.format) + " on " +
+                                               device_label(device) + " (" + info.name + ", " +
+                                               info.arch + "): " + e.what());
+  }
+  throw;
+}
+
+const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
+                        const ContentKey& key, int device) {
+  using FunctionKey = std::tuple<std::uint64_t, std::size_t, int, std::string>;
+  static std::mutex mutex;
+  static auto* cache = new std::map<FunctionKey, Function>;
+  FunctionKey fkey{key.first, key.second, device, call.name};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache->find(fkey);
+    if (it != cache->end()) return it->second;
+  }
+
+  const DeviceInfo& info = device_info(device);
+  check_arch(image, info.cc_major, info.cc_minor, device_label(device), info.name);
+  CUmodule module;
+  try {
+    module = load_module(device, call.compiled_source);
+  } catch (const KernelFault&) {
+    throw;
+  } catch (const CudaError& e) {
+    rethrow_load_error(e, image, device);
+  }
+  Function f;
+  try {
+    f.function = get_function(module, call.name);
+  } catch (const CudaError& e) {
+    if (e.code() != CUDA_ERROR_NOT_FOUND) throw;
+    throw_missing_entry(call.name, image.format, driver_entry_names(module));
+  }
+  const EntryPoint* entry = find_entry(image, call.name);
+  if (!entry || !entry->params) f.driver_params = driver_params(f.function);
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache->emplace(std::move(fkey), std::move(f)).first->second;
+}
+
+ParamCheck param_check(const PrecompiledCall& call) {
+  ParamCheck check;
+  check.kernel_name = call.name;
+  check.num_inputs = static_cast<int>(call.args.inputs.size());
+  check.num_outputs = static_cast<int>(call.args.output_shapes.size());
+  for (const Scalar& s : call.scalars) check.scalar_dtypes.push_back(s.dtype);
+  return check;
+}
+
+// The checks the binary allows without a GPU: its format, `name` among its
+// entry points, and the entry's parameters against the call.
+std::shared_ptr<const BinaryImage> validate_binary(const PrecompiledCall& call,
+                                                   const ContentKey& key) {
+  if (call.name.empty()) throw ArgumentError("name", "is empty; give the kernel's entry symbol");
+  auto image = parsed(call.compiled_source, key);
+  const EntryPoint* entry = find_entry(*image, call.name);
+  if (entry && entry->params) check_params(*entry->params, param_check(call));
+  return image;
+}
+
+}  // namespace
+
+std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
+  // Scalar inputs travel as pointers to 0-d device arrays, like MLX's arrays:
+  // hand them to prepare_call as host arrays (uploaded on the stream).
+  const CallArguments* args = &call.args;
+  CallArguments with_uploads;
+  std::vector<Scalar> scalar_inputs;
+  for (std::size_t i = 0; i < call.args.inputs.size(); ++i) {
+    const Scalar* s = std::get_if<Scalar>(&call.args.inputs[i]);
+    if (!s) continue;
+    if (args != &with_uploads) {
+      with_uploads = call.args;
+      scalar_inputs.reserve(call.args.inputs.size());
+      args = &with_uploads;
+    }
+    scalar_inputs.push_back(*s);
+    ArrayView host;
+    host.data = scalar_inputs.back().bytes;
+    host.dtype = s->dtype;
+    host.device = kHostDevice;
+    with_uploads.inputs[i] = host;
+  }
+
+  // Argument checks (launch.hpp's, then the binary's), then module and entry
+  // point, all before prepare_call has side effects (uploads, init_value
+  // fills of outputs=): a call that cannot run changes nothing.
+  const int device = validate_call(*args, args->launch);
+  const ContentKey key = content_key(call.compiled_source);
+  std::shared_ptr<const BinaryImage> image = validate_binary(call, key);
+  const Function& f = resolve(call, *image, key, device);
+  if (f.driver_params) check_params(*f.driver_params, param_check(call));
+  PreparedCall prepared = prepare_call(*args);
+
+  // Pack: input pointers, output pointers, then each scalar's bytes.
+  ParamPack pack;
+  for (const KernelInput& input : prepared.inputs) pack.add(std::get<ArrayView>(input).data);
+  for (const OwnedArray& output : prepared.outputs) pack.add(output.view.data);
+  for (const Scalar& s : call.scalars) {
+    const std::size_t size = dtype_size(s.dtype);
+    pack.add_bytes(s.bytes, size, size);
+  }
+  launch_function(f.function, call.name.c_str(), args->launch, prepared.device, pack.pointers());
+  return std::move(prepared.outputs);
+}
+
+}  // namespace jk::cuda

@@ -1,0 +1,118 @@
+"""jitkernel: write only the body of a GPU kernel; jitkernel generates the signature from the arrays you pass,
+compiles it with NVRTC (cached), and launches it on PyTorch, CuPy, JAX or NumPy arrays. MLX-compatible API::
+
+    import jitkernel as jk
+    kernel = jk.cuda_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                            source="auto i = blockIdx.x * blockDim.x + threadIdx.x; out[i] = exp(inp[i]);")
+    (b,) = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                  grid=(a.size, 1, 1), threadgroup=(256, 1, 1))
+
+Importing touches no CUDA library: the driver and NVRTC are loaded on first use, and a missing one raises
+CudaNotAvailableError saying what is missing and how to install it.
+"""
+from __future__ import annotations
+
+import atexit as _atexit
+
+from . import _core
+from ._errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    CompileError,
+    CudaError,
+    CudaNotAvailableError,
+    JitKernelError,
+    KernelFaultError,
+)
+from ._dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    complex64,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ._arrays import Array
+from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
+from ._toolkit import toolkit_info
+
+__version__: str = getattr(_core, "__version__", "0.0.0")
+
+
+def cuda_available() -> bool:
+    """True when the CUDA driver loads and reports at least one GPU (never raises)."""
+    return _core.cuda_available()
+
+
+def device_count() -> int:
+    """Number of CUDA GPUs (0 without a driver; never raises)."""
+    return _core.device_count()
+
+
+def synchronize(device: int | None = None) -> None:
+    """Waits for all work on ``device`` (every device when None); kernel faults surface here as KernelFaultError."""
+    _core.synchronize(device)
+
+
+def device_info(device: int = 0) -> dict:
+    """Name, compute capability, NVRTC architecture and launch limits of a GPU."""
+    return _core.device_info(device)
+
+
+def _install() -> None:
+    """Connects the extension to the Python helpers it calls (errors, dtypes, arrays, streams, toolkit)."""
+    from . import _arrays, _dtypes, _errors, _streams, _toolkit
+
+    _core._register_exceptions(
+        base=_errors.JitKernelError,
+        argument=_errors.ArgumentError,
+        argument_type=_errors.ArgumentTypeError,
+        compile=_errors.CompileError,
+        cuda_not_available=_errors.CudaNotAvailableError,
+        cuda=_errors.CudaError,
+        kernel_fault=_errors.KernelFaultError,
+    )
+    _core._install_hooks(
+        normalize_dtype=_dtypes._normalize,
+        classify_type=_arrays.classify_type,
+        output_converter=_arrays.output_converter,
+        host_array=_arrays.as_host_array,
+        empty_host=_arrays.empty_host,
+        current_stream=_streams.current_stream_getter,
+        stream_handle=_streams.stream_handle,
+        configure_toolkit=_toolkit.configure,
+    )
+    _atexit.register(_core._clear_caches)
+
+
+_install()
+
+# precompiled_cuda_kernel lives in its own module (another engineer's): until that file exists the package
+# still imports. Once python/jitkernel/_precompiled.py is in, this can be a plain import.
+__all__ = [
+    "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda",
+    "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64",
+    "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",
+    "CudaError", "KernelFaultError",
+]
+
+try:
+    from ._precompiled import precompiled_cuda_kernel
+
+    __all__.append("precompiled_cuda_kernel")
+except ModuleNotFoundError as _e:
+    if _e.name != f"{__name__}._precompiled":
+        raise
+    del _e

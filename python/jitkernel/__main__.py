@@ -1,0 +1,70 @@
+"""Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
+`python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
+it sees. Both exit non-zero when something is wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def doctor() -> int:
+    """Prints toolkit_info() and each GPU's device_info(); non-zero when NVRTC or a GPU query fails."""
+    import jitkernel as jk
+
+    print(f"jitkernel {jk.__version__} ({os.path.dirname(jk.__file__)})")
+    print(f"python {sys.version.split()[0]} ({sys.executable})")
+    info = jk.toolkit_info()
+    for key, value in info.items():
+        if isinstance(value, (list, tuple)):
+            print(f"{key}:" + ("" if value else " none"))
+            for item in value:
+                print(f"    {item}")
+        else:
+            print(f"{key}: {value}")
+    ok = not info.get("nvrtc_error")
+    for ordinal in range(jk.device_count()):
+        try:
+            detail = ", ".join(f"{k}={v}" for k, v in jk.device_info(ordinal).items())
+        except jk.JitKernelError as e:
+            detail, ok = f"{type(e).__name__}: {e}", False
+        print(f"device {ordinal}: {detail}")
+    if not ok:
+        print("problem: NVRTC could not be loaded or a GPU could not be queried (see above)")
+    return 0 if ok else 1
+
+
+def demo() -> int:
+    from jitkernel import _demo
+
+    return _demo.main()
+
+
+COMMANDS = {
+    "demo": (demo, "run the exp example: launch and check against NumPy on a GPU; without one, print the "
+                   "generated source and compile it to an sm_90a cubin"),
+    "doctor": (doctor, "show the NVRTC library, CUDA include folders, driver and GPUs jitkernel finds"),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m jitkernel",
+        description="jitkernel: write the body of a CUDA kernel, jitkernel generates the signature, "
+                    "compiles it with NVRTC and launches it.",
+        epilog="examples:\n  python -m jitkernel demo\n  python -m jitkernel doctor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, description=help_text)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return COMMANDS[args.command][0]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

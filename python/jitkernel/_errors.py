@@ -1,0 +1,87 @@
+"""jitkernel's exceptions.
+
+The C++ core raises typed errors (cpp/jitkernel/core/errors.hpp); the extension turns each into the class here
+that matches it (cpp/bindings/errors.cpp), and Python code raises these directly. Every error about a bad argument
+names the argument first: ``str(e)`` starts with ``"<argument>: "`` and ``e.argument`` holds the name.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "JitKernelError",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "CompileError",
+    "CudaNotAvailableError",
+    "CudaError",
+    "KernelFaultError",
+]
+
+
+class JitKernelError(Exception):
+    """Base class of every error jitkernel raises."""
+
+
+class _NamesArgument:
+    """Mixin: ``Error("grid", "expected ...")`` -> message ``"grid: expected ..."``, ``.argument == "grid"``."""
+
+    argument: str | None
+
+    def __init__(self, argument: str, message: str | None = None):
+        if message is None:
+            argument, message = None, argument
+        self.argument = argument
+        super().__init__(f"{argument}: {message}" if argument else message)
+
+
+class ArgumentError(_NamesArgument, JitKernelError, ValueError):
+    """An argument has a bad value (wrong count, negative shape, unknown name, ...)."""
+
+
+class ArgumentTypeError(_NamesArgument, JitKernelError, TypeError):
+    """An argument has the wrong type (a float where an int belongs, an unknown object as an input, ...)."""
+
+
+class CompileError(JitKernelError, RuntimeError):
+    """NVRTC rejected the generated source.
+
+    ``log`` is NVRTC's log with line numbers pointing into your ``source`` / ``header``; ``source`` is the full
+    generated text that was compiled (what ``kernel.source(...)`` returns).
+    """
+
+    def __init__(self, message: str, log: str = "", source: str = ""):
+        super().__init__(message)
+        self.log = log
+        self.source = source
+
+
+class CudaNotAvailableError(JitKernelError, RuntimeError):
+    """The CUDA driver or NVRTC could not be found or loaded; the message says which and how to install it."""
+
+    @classmethod
+    def _from_core(cls, message: str) -> "CudaNotAvailableError":
+        # The core knows the path it failed to load; _toolkit knows where it looked and why.
+        if "nvrtc" in message.lower():
+            from . import _toolkit
+
+            notes = _toolkit.search_notes()
+            if notes:
+                message = f"{message}\n{notes}"
+        return cls(message)
+
+
+class CudaError(JitKernelError, RuntimeError):
+    """A CUDA driver call failed; ``code`` is the CUresult."""
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class KernelFaultError(CudaError):
+    """A kernel faulted on the device (illegal address, trap, ...); the message names the kernel."""
+
+
+for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, CudaNotAvailableError, CudaError,
+             KernelFaultError):
+    _cls.__module__ = "jitkernel"  # tracebacks show jitkernel.CompileError, the public name
+del _cls

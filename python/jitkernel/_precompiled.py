@@ -1,0 +1,75 @@
+"""``jitkernel.precompiled_cuda_kernel``: launch PTX, a cubin or a fatbin compiled elsewhere (nvcc, NVRTC, other
+compilers), MLX-compatible (seed 004).
+
+The call is a keyword-only front over ``_core.precompiled_cuda_kernel`` (cpp/bindings/precompiled.cpp), which
+converts inputs, outputs and the stream exactly as ``cuda_kernel`` does and launches through the same path. The
+binary is loaded once per (content, device); its format, entry points and parameter sizes are read from the bytes
+(``inspect_binary``), so a wrong ``name``, a parameter list that does not match the arguments, or a cubin for
+another GPU is an error before launch, not a fault after it.
+"""
+from __future__ import annotations
+
+from . import _core
+from ._errors import ArgumentError, ArgumentTypeError
+
+__all__ = ["precompiled_cuda_kernel", "inspect_binary", "check_binary_arch"]
+
+_INT32_MAX = 2**31 - 1
+
+
+def _binary_arg(value, argument: str = "compiled_source") -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        raise ArgumentTypeError(argument, "expected bytes (PTX text, a cubin or a fatbin), got str; "
+                                          "pass PTX as ptx.encode() or read files with open(path, 'rb')")
+    raise ArgumentTypeError(argument, f"expected bytes (PTX text, a cubin or a fatbin), got {type(value).__name__}")
+
+
+def precompiled_cuda_kernel(*, name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid,
+                            threadgroup, shared_memory=0, init_value=None, ensure_row_contiguous=False,
+                            stream=None, outputs=None) -> list:
+    """Runs the entry point ``name`` of a precompiled CUDA binary and returns its outputs as a list.
+
+    ``compiled_source`` is PTX text, a cubin or a fatbin, as bytes. ``name`` is the exact entry symbol (the mangled
+    name for a C++ kernel that is not ``extern "C"``). The kernel's parameters are, in order: a pointer per input,
+    a pointer per output, then each of ``scalars`` by value. Scalars: Python ``bool`` -> 1-byte ``bool``, ``int``
+    -> ``int32``, ``float`` -> ``float32`` (as MLX); NumPy scalars pass exactly their C type (``np.int64`` for a
+    ``long``, ``np.float64`` for a ``double``, ``np.float16`` for a ``__half``, ...). Inputs, outputs,
+    ``outputs=``, ``init_value``, ``stream`` and ``grid`` (counted in threads) behave as in ``cuda_kernel``; a Python
+    scalar in ``inputs`` is passed as a pointer to a 0-d device array, as MLX does.
+    """
+    if not isinstance(name, str):
+        raise ArgumentTypeError("name", f"expected the entry point's name (a string), got {type(name).__name__}")
+    compiled_source = _binary_arg(compiled_source)
+    if isinstance(shared_memory, bool) or not isinstance(shared_memory, int):
+        raise ArgumentTypeError("shared_memory", f"expected an int (bytes), got {type(shared_memory).__name__}")
+    if not 0 <= shared_memory <= _INT32_MAX:
+        raise ArgumentError("shared_memory", f"expected a non-negative number of bytes, got {shared_memory}")
+    if not isinstance(ensure_row_contiguous, bool):
+        raise ArgumentTypeError("ensure_row_contiguous",
+                                f"expected a bool, got {type(ensure_row_contiguous).__name__}")
+    return _core.precompiled_cuda_kernel(name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid,
+                                         threadgroup, shared_memory, init_value, ensure_row_contiguous, stream,
+                                         outputs)
+
+
+def inspect_binary(compiled_source) -> dict:
+    """What is in PTX / cubin / fatbin bytes, read without a GPU.
+
+    Returns ``{"format": "ptx" | "cubin" | "fatbin", "arch": "sm_90a" | None, "ptx_version": (9, 0) | None,
+    "elf_abi_version": 8 | None, "entries": {name: [parameter sizes in bytes] | None} | None, "images": [...]}``
+    (``entries`` is None when a fatbin holds only compressed images; a size list is None when the binary does not
+    record it; ``images`` lists a fatbin's ``{"kind", "arch", "compressed"}``). Raises ArgumentError for bytes
+    that are none of these formats.
+    """
+    return _core.inspect_binary(_binary_arg(compiled_source))
+
+
+def check_binary_arch(compiled_source, compute_capability, device_name="GPU", device=0) -> None:
+    """Raises ArgumentError("compiled_source", ...) when the binary cannot run on a GPU of
+    ``compute_capability`` (a ``(major, minor)`` pair): the check made before a binary is loaded."""
+    major, minor = compute_capability
+    _core.check_binary_arch(_binary_arg(compiled_source), int(major), int(minor), f"device {device}", device_name)

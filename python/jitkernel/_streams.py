@@ -1,0 +1,63 @@
+"""Streams: turning ``stream=`` objects into CUstream handles, and the current stream of the inputs' framework
+(used when ``stream=None``). The extension calls these (cpp/bindings/convert.cpp); plain int handles never get
+here. Frameworks are looked up in ``sys.modules``, never imported.
+"""
+from __future__ import annotations
+
+import operator
+import sys
+
+from ._errors import ArgumentError, ArgumentTypeError
+
+_EXPECTED = ("expected None, an int stream handle, an object with __cuda_stream__ (cuda.core), "
+             "a torch.cuda.Stream or a CuPy Stream")
+
+
+def _checked(handle, source: str) -> int:
+    try:
+        value = operator.index(handle)
+    except TypeError:
+        raise ArgumentTypeError("stream", f"{source} gave {handle!r}, not an int handle") from None
+    if value < 0:
+        raise ArgumentError("stream", f"{source} gave {value}; a stream handle is a non-negative int")
+    return value
+
+
+def stream_handle(obj) -> int:
+    """The CUstream handle of a stream object (``__cuda_stream__``, torch / CuPy streams, NumPy ints)."""
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is not None:
+        value = proto() if callable(proto) else proto
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise ArgumentTypeError("stream", f"__cuda_stream__ must give (version, handle), got {value!r}")
+        return _checked(value[1], "__cuda_stream__")
+    root = type(obj).__module__.partition(".")[0]
+    if root == "torch" and hasattr(obj, "cuda_stream"):
+        return _checked(obj.cuda_stream, "torch stream .cuda_stream")
+    if root in ("cupy", "cupy_backends") and hasattr(obj, "ptr"):
+        return _checked(obj.ptr, "CuPy stream .ptr")
+    if not isinstance(obj, bool) and hasattr(type(obj), "__index__"):
+        return _checked(obj, "stream")
+    raise ArgumentTypeError("stream", f"{_EXPECTED}; got {type(obj).__module__}.{type(obj).__qualname__}")
+
+
+def current_stream_getter(framework: str):
+    """A function ``device -> CUstream handle`` of the framework's current stream, or None (legacy default)."""
+    if framework == "torch":
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # a C function: no Stream object per call
+        if raw is not None:
+            return raw
+        return lambda device: torch.cuda.current_stream(device).cuda_stream
+    if framework == "cupy":
+        cupy = sys.modules["cupy"]
+
+        def cupy_current(device: int) -> int:
+            try:
+                return cupy.cuda.get_current_stream(device).ptr
+            except TypeError:  # CuPy < 12: no device argument
+                with cupy.cuda.Device(device):
+                    return cupy.cuda.get_current_stream().ptr
+
+        return cupy_current
+    return None

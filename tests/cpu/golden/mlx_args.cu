@@ -1,0 +1,81 @@
+// jitkernel cuda_kernel "arg_test": generated code; user code follows the #line "header" and #line "source" markers.
+// Fixed-width integer types (NVRTC has no <cstdint>; same types as CCCL's).
+using int8_t = signed char;
+using int16_t = signed short;
+using int32_t = signed int;
+using int64_t = signed long long;
+using uint8_t = unsigned char;
+using uint16_t = unsigned short;
+using uint32_t = unsigned int;
+using uint64_t = unsigned long long;
+using intptr_t = signed long long;
+using uintptr_t = unsigned long long;
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#define WARP_SIZE 32
+#define MAX_NDIM 8
+
+namespace jitkernel {
+// Shape (int32) and strides (int64, in elements) of an input, passed by value
+// with MAX_NDIM entries; the first ndim are meaningful.
+template <typename T>
+struct DimArray {
+  T values[MAX_NDIM];
+  __host__ __device__ constexpr const T* data() const { return values; }
+  __host__ __device__ constexpr T* data() { return values; }
+  __host__ __device__ constexpr const T& operator[](int i) const { return values[i]; }
+  __host__ __device__ constexpr T& operator[](int i) { return values[i]; }
+  __host__ __device__ static constexpr int size() { return MAX_NDIM; }
+  __host__ __device__ constexpr const T* begin() const { return values; }
+  __host__ __device__ constexpr const T* end() const { return values + MAX_NDIM; }
+};
+using Shape = DimArray<int32_t>;
+using Strides = DimArray<int64_t>;
+
+// MLX's `inf`, a constant rather than a macro (a local `inf` may shadow it).
+inline constexpr float inf = __builtin_bit_cast(float, 0x7f800000);
+
+// Memory offset (in elements) of the row-major element index `elem`.
+template <typename IdxT = int64_t>
+__host__ __device__ inline IdxT elem_to_loc(IdxT elem, const int* shape,
+                                            const int64_t* strides, int ndim) {
+  IdxT offset = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IdxT extent = static_cast<IdxT>(shape[d]);
+    offset += (elem % extent) * static_cast<IdxT>(strides[d]);
+    elem /= extent;
+  }
+  return offset;
+}
+template <typename IdxT = int64_t>
+__host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
+                                            const Strides& strides, int ndim) {
+  return elem_to_loc<IdxT>(elem, shape.data(), strides.data(), ndim);
+}
+}  // namespace jitkernel
+using namespace jitkernel;
+extern "C" __global__ void arg_test_73c41fc0c66a7673(
+    const float* a,
+    const int32_t* b,
+    const __nv_bfloat16* c,
+    const __grid_constant__ float d__value,
+    float* out1,
+    int32_t* out2) {
+  constexpr bool e = true;
+  constexpr int f = 3;
+  using T = __half;
+  const float* d = &d__value;
+#line 1 "source"
+
+                auto elem = cooperative_groups::this_grid().thread_rank();
+                T tmp = a[0];
+                if (e) {
+                    out1[elem] = a[1] + b[2] + static_cast<float>(c[3]) + d[0] + f;
+                } else {
+                    out1[elem] = 1;
+                }
+                out2[elem] = a[1] + b[2] + static_cast<float>(c[1]) - d[0];
+            
+}
