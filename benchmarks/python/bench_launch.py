@@ -476,20 +476,20 @@ r = {"first_call_ms": first("bench_add", JK_BODY), "second_kernel_ms": first("be
 """,
 }
 COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
-PEER_MODULES = {"jitkernel": "jitkernel", "cupy": "cupy", "cudacore": "cuda.core", "triton": "triton",
-                "numba": "numba.cuda", "torch": "torch", "mlx": "mlx.core"}
+COLD_NEEDS = {"jitkernel": ("jitkernel", "torch"), "cupy": ("cupy",), "cudacore": ("cuda.core", "cupy"),
+              "triton": ("triton", "torch"), "numba": ("numba.cuda",), "torch": ("torch",), "mlx": ("mlx.core",)}
 
 
 def cold_start(peer, timeout):
     """First call in a fresh process with empty caches, then again with the caches the first run filled."""
     import importlib.util
-    mod = PEER_MODULES[peer]
-    try:
-        found = importlib.util.find_spec(mod) is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
-        return {"skipped": f"{mod} not installed"}
+    for mod in COLD_NEEDS[peer]:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            return {"skipped": f"{mod} not installed"}
     d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
     env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(d, "cupy"), TRITON_CACHE_DIR=os.path.join(d, "triton"),
                NUMBA_CACHE_DIR=os.path.join(d, "numba"), CUDA_CACHE_PATH=os.path.join(d, "nv"),

@@ -3,7 +3,11 @@
 // __cuda_array_interface__ v3, and copies to NumPy.
 #include "array.hpp"
 
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <nanobind/stl/vector.h>
 
 #include "dlpack.hpp"
 #include "dtypes.hpp"
@@ -11,6 +15,9 @@
 #include "jitkernel/cuda/driver_api.hpp"
 
 namespace jk::py {
+
+PyTypeObject* g_array_type = nullptr;
+
 namespace {
 
 nb::tuple shape_tuple(const ArrayView& v) {
@@ -119,7 +126,7 @@ std::string repr(const PyArray& self) {
 }
 
 void bind(nb::module_& m) {
-  nb::class_<PyArray>(m, "Array",
+  auto cls = nb::class_<PyArray>(m, "Array", nb::is_final(),
                       "A device array jitkernel allocated (kernel outputs when no input came "
                       "from PyTorch, CuPy or JAX). Shares memory through DLPack and "
                       "__cuda_array_interface__; numpy() / np.asarray() copy it to the host.")
@@ -150,6 +157,25 @@ void bind(nb::module_& m) {
            },
            nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
       .def("__repr__", &repr);
+  g_array_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+
+  // Tests of the protocols above on machines without a GPU: a jk.Array over
+  // memory the caller owns and keeps alive (no buffer reference is held).
+  m.def(
+      "_array_view_for_tests",
+      [](std::uintptr_t ptr, std::vector<std::int64_t> shape, nb::handle dtype, int device,
+         std::uintptr_t stream) {
+        PyArray a;
+        a.array.view.data = reinterpret_cast<void*>(ptr);
+        a.array.view.dtype = dtype_arg(dtype, "dtype");
+        a.array.view.device = device;
+        a.array.view.strides = row_major_strides(shape);
+        a.array.view.shape = std::move(shape);
+        a.stream = stream;
+        return a;
+      },
+      nb::arg("ptr"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device"), nb::arg("stream"),
+      "A jk.Array over caller-owned memory (internal: for testing without a GPU).");
 }
 
 const Registration reg(order::array, "array", bind);

@@ -15,4 +15,9 @@ struct PyArray {
   std::uintptr_t stream = 0;  // CUstream whose work produced the contents (0: legacy default)
 };
 
+// Fast exact-type checks for the hot path (jk.Array cannot be subclassed).
+extern PyTypeObject* g_array_type;
+inline bool is_jk_array(nb::handle h) { return Py_TYPE(h.ptr()) == g_array_type; }
+inline PyArray* jk_array_ptr(nb::handle h) { return nb::inst_ptr<PyArray>(h); }
+
 }  // namespace jk::py

@@ -134,10 +134,35 @@ std::string joined(const std::vector<std::string>& names) {
 // ---------------------------------------------------------------------------
 // Host arrays.
 
+// A NumPy (or ml_dtypes) array as a host view: the buffer protocol (cheap),
+// else __array_interface__ (NumPy refuses buffers of ml_dtypes' bfloat16).
 ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where) {
   ArrayView v;
   v.device = kHostDevice;
   v.dtype = dtype_arg(arr.attr("dtype"), argument, where);
+  const auto itemsize = static_cast<std::int64_t>(dtype_size(v.dtype));
+  auto byte_strides = [&](std::int64_t bytes) {
+    if (bytes % itemsize != 0)
+      throw ArgumentError(argument, where.prefix() + "its strides (" + std::to_string(bytes) +
+                                        " bytes) are not a multiple of its itemsize; copy it with "
+                                        "numpy.ascontiguousarray first");
+    return bytes / itemsize;
+  };
+  Py_buffer view;
+  if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_STRIDES) == 0) {
+    // The array object (alive in the caller's arguments) keeps the memory valid.
+    v.data = view.buf;
+    v.shape.assign(view.shape, view.shape + view.ndim);
+    v.strides.reserve(view.ndim);
+    for (int i = 0; i < view.ndim; ++i) v.strides.push_back(byte_strides(view.strides[i]));
+    const bool itemsize_ok = view.itemsize == itemsize;
+    PyBuffer_Release(&view);
+    if (!itemsize_ok)
+      throw ArgumentTypeError(argument, where.prefix() + "its itemsize does not match " +
+                                            dtype_name(v.dtype));
+    return v;
+  }
+  PyErr_Clear();
   nb::dict ai = nb::cast<nb::dict>(arr.attr("__array_interface__"));
   nb::tuple data = nb::cast<nb::tuple>(ai["data"]);
   v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
@@ -148,15 +173,7 @@ ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where)
   if (strides.is_none()) {
     v.strides = row_major_strides(v.shape);
   } else {
-    const auto itemsize = static_cast<std::int64_t>(dtype_size(v.dtype));
-    for (nb::handle s : nb::cast<nb::tuple>(strides)) {
-      auto bytes = nb::cast<std::int64_t>(s);
-      if (bytes % itemsize != 0)
-        throw ArgumentError(argument, where.prefix() + "its strides (" + std::to_string(bytes) +
-                                          " bytes) are not a multiple of its itemsize; copy it "
-                                          "with numpy.ascontiguousarray first");
-      v.strides.push_back(bytes / itemsize);
-    }
+    for (nb::handle s : nb::cast<nb::tuple>(strides)) v.strides.push_back(byte_strides(nb::cast<std::int64_t>(s)));
   }
   return v;
 }
@@ -274,8 +291,8 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
                          const ItemRef& where, Borrowed& borrowed, std::vector<PendingArray>& pending,
                          ArrayView* host_view, bool* is_host) {
   *is_host = false;
-  if (nb::isinstance<PyArray>(item)) {
-    pending.push_back({index, item, nullptr, nb::inst_ptr<PyArray>(item)->array.view.device});
+  if (is_jk_array(item)) {
+    pending.push_back({index, item, nullptr, jk_array_ptr(item)->array.view.device});
     return Framework::JitKernel;
   }
   TypeInfo& info = classify(item);
@@ -329,7 +346,7 @@ ImportedTensor import_pending(const PendingArray& p, std::uintptr_t stream, bool
                               Borrowed& borrowed, const char* argument, const ItemRef& where) {
   ImportedTensor t;
   if (!p.info) {  // jk.Array: order the launch after the stream that produced it
-    const PyArray* a = nb::inst_ptr<PyArray>(p.obj);
+    const PyArray* a = jk_array_ptr(p.obj);
     if (a->stream != stream)
       cuda::stream_wait(a->array.view.device, reinterpret_cast<cuda::CUstream>(stream),
                         reinterpret_cast<cuda::CUstream>(a->stream));
@@ -384,20 +401,22 @@ IntResult int_value(nb::handle value, std::int64_t* out) {
 }
 
 Dim3 dim3_arg(nb::handle value, const char* argument) {
-  const std::string expected = "a tuple of 3 positive ints (x, y, z)";
-  std::size_t n = sequence_arg(value, argument, expected.c_str());
+  static const char* const expected = "a tuple of 3 positive ints (x, y, z)";
+  std::size_t n = sequence_arg(value, argument, expected);
   if (n != 3)
-    throw ArgumentError(argument, "expected " + expected + ", got " + count_noun(n, "value"));
+    throw ArgumentError(argument, std::string("expected ") + expected + ", got " +
+                                      count_noun(n, "value"));
   std::int64_t v[3];
   for (std::size_t i = 0; i < 3; ++i) {
     nb::handle item = seq_item(value, i);
     IntResult r = int_value(item, &v[i]);
     if (r == IntResult::NotInt)
-      throw ArgumentTypeError(argument, "expected " + expected + "; entry " + std::to_string(i) +
-                                            " is " + py_type_name(item));
+      throw ArgumentTypeError(argument, std::string("expected ") + expected + "; entry " +
+                                            std::to_string(i) + " is " + py_type_name(item));
     if (r == IntResult::Overflow || v[i] <= 0)
-      throw ArgumentError(argument, "expected " + expected + "; entry " + std::to_string(i) +
-                                        " is " + nb::cast<std::string>(nb::repr(item)));
+      throw ArgumentError(argument, std::string("expected ") + expected + "; entry " +
+                                        std::to_string(i) + " is " +
+                                        nb::cast<std::string>(nb::repr(item)));
   }
   return Dim3{v[0], v[1], v[2]};
 }
@@ -434,7 +453,7 @@ std::optional<double> init_value_arg(nb::handle value) {
   if (!value.is_valid() || value.is_none()) return std::nullopt;
   PyObject* o = value.ptr();
   bool real = PyFloat_Check(o) || PyLong_Check(o);  // bool included
-  if (!real && !nb::isinstance<PyArray>(value) && classify(value).kind == Kind::NumpyScalar) {
+  if (!real && !is_jk_array(value) && classify(value).kind == Kind::NumpyScalar) {
     // NumPy bool/int/float scalars and ml_dtypes floats (kind 'V'), not complex.
     std::string kind = nb::cast<std::string>(value.attr("dtype").attr("kind"));
     real = kind == "b" || kind == "i" || kind == "u" || kind == "f" || kind == "V";
@@ -479,7 +498,7 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
   else if (tp == &PyLong_Type) kind = Kind::Int;
   else if (tp == &PyFloat_Type) kind = Kind::Float;
   else if (tp == &PyComplex_Type) kind = Kind::Complex;
-  else if (nb::isinstance<PyArray>(value)) return false;
+  else if (is_jk_array(value)) return false;
   else kind = classify(value).kind;
 
   switch (kind) {
@@ -593,7 +612,7 @@ std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
       // Device array: its dtype and shape are all a signature needs.
       const PendingArray& p = pending.back();
       if (!p.info) {
-        view = nb::inst_ptr<PyArray>(p.obj)->array.view;
+        view = jk_array_ptr(p.obj)->array.view;
       } else if (nb::hasattr(p.obj, "dtype") && nb::hasattr(p.obj, "shape")) {
         view.dtype = dtype_arg(p.obj.attr("dtype"), "inputs", where);
         nb::object shape = p.obj.attr("shape");
@@ -718,7 +737,7 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
       std::vector<PendingArray> one;
       ArrayView host;
       bool is_host = false;
-      if (!nb::isinstance<PyArray>(item)) {
+      if (!is_jk_array(item)) {
         TypeInfo& info = classify(item);
         if (info.framework == Framework::Jax)
           throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "

@@ -9,6 +9,9 @@
 #include "hooks.hpp"
 
 namespace jk::py {
+
+PyTypeObject* g_dtype_type = nullptr;
+
 namespace {
 
 PyObject* g_singletons[kNumDTypes] = {};  // borrowed; owned by the module's attributes
@@ -29,7 +32,7 @@ void clear_identity_cache() {
 std::string repr(const PyDType& d) { return std::string("jitkernel.") + dtype_name(d.value); }
 
 void bind(nb::module_& m) {
-  nb::class_<PyDType>(m, "DType",
+  auto cls = nb::class_<PyDType>(m, "DType", nb::is_final(),
                       "A jitkernel element type (jk.float32, jk.bfloat16, ...). "
                       "`jk.dtype(x)` converts NumPy/PyTorch/JAX dtypes and names to one.")
       .def_prop_ro("name", [](const PyDType& d) { return dtype_name(d.value); },
@@ -56,6 +59,7 @@ void bind(nb::module_& m) {
                               nb::make_tuple(dtype_name(d.value)));
       });
 
+  g_dtype_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   nb::list all;
   for (int i = 0; i < kNumDTypes; ++i) {
     DType d = static_cast<DType>(i);
@@ -83,7 +87,7 @@ const Registration reg(order::dtypes, "dtypes", bind);
 nb::handle dtype_object(DType dtype) { return g_singletons[static_cast<int>(dtype)]; }
 
 DType dtype_arg(nb::handle obj, const char* argument, const ItemRef& where) {
-  if (nb::isinstance<PyDType>(obj)) return nb::inst_ptr<PyDType>(obj)->value;
+  if (is_jk_dtype(obj)) return nb::inst_ptr<PyDType>(obj)->value;
   for (const auto& entry : identity_cache())
     if (entry.first == obj.ptr()) return entry.second;
   DType d;

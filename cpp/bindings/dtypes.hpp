@@ -15,6 +15,10 @@ struct PyDType {
   DType value;
 };
 
+// Fast exact-type check for the hot path (jk.DType cannot be subclassed).
+extern PyTypeObject* g_dtype_type;
+inline bool is_jk_dtype(nb::handle h) { return Py_TYPE(h.ptr()) == g_dtype_type; }
+
 // The singleton Python object for `dtype` (borrowed: the module keeps it alive).
 nb::handle dtype_object(DType dtype);
 

@@ -42,8 +42,6 @@ void bind(nb::module_& m) {
   m.def("_install_hooks", &install_hooks, "Installs the package's Python helpers (internal).");
   m.def("_clear_caches", &clear_caches,
         "Drops every Python object the extension caches (run at interpreter exit).");
-  m.def("_reset_toolkit", [] { g_toolkit_configured = false; },
-        "Makes the next compile ask `_toolkit.configure` again (internal).");
 }
 
 const Registration reg(order::hooks, "hooks", bind);

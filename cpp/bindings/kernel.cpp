@@ -60,7 +60,7 @@ std::vector<TemplateArg> template_args(nb::handle value) {
     Scalar s;
     std::int64_t iv = 0;
     IntResult ir;
-    if (nb::isinstance<PyDType>(v)) {
+    if (is_jk_dtype(v)) {
       arg.kind = TemplateArg::Kind::DType;
       arg.dtype = dtype_arg(v, "template", where);
     } else if (PyBool_Check(v.ptr())) {
@@ -147,9 +147,20 @@ void convert(const PyCudaKernel& self, cuda::KernelCall& call, ConvertedCall& co
   convert_call(in, call.args, conv);
 }
 
-nb::list call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
-              nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
-              nb::handle init_value, nb::handle stream, nb::handle outputs, bool verbose) {
+// The list form of a call. Returns NotImplemented when inputs, output_shapes,
+// output_dtypes or outputs is a dict: the Python front then resolves names
+// (the dict form of _cuda_kernel.py) and calls again with lists, so the list
+// form pays no Python-side checks.
+nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
+                nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
+                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose_arg) {
+  if (PyDict_Check(inputs.ptr()) || PyDict_Check(output_shapes.ptr()) ||
+      PyDict_Check(output_dtypes.ptr()) || PyDict_Check(outputs.ptr()))
+    return nb::borrow(Py_NotImplemented);
+  if (!PyBool_Check(verbose_arg.ptr()))
+    throw ArgumentTypeError("verbose", "expected True or False, got " +
+                                           nb::cast<std::string>(nb::repr(verbose_arg)));
+  const bool verbose = verbose_arg.ptr() == Py_True;
   cuda::KernelCall kc;
   ConvertedCall conv;
   convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
@@ -190,7 +201,7 @@ void bind(nb::module_& m) {
       .def_prop_ro("output_names", [](const PyCudaKernel& k) { return k.output_names; })
       .def("call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
-           "stream"_a.none(), "outputs"_a.none(), "verbose"_a)
+           "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
       .def("source",
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl) {

@@ -117,13 +117,12 @@ class CudaKernel:
 
         ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
         """
-        if verbose.__class__ is not bool:
-            raise ArgumentTypeError("verbose", f"expected True or False, got {verbose!r}")
         impl = self._impl
-        if impl is not None and not (isinstance(inputs, dict) or isinstance(output_shapes, dict)
-                                     or isinstance(output_dtypes, dict) or isinstance(outputs, dict)):
-            return impl.call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                             stream, outputs, verbose)
+        if impl is not None:  # names known: the C++ call checks everything, and declines dicts
+            results = impl.call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                stream, outputs, verbose)
+            if results is not NotImplemented:
+                return results
         impl, inputs, out_names, dict_form = self._resolve(
             inputs, (("output_shapes", output_shapes), ("output_dtypes", output_dtypes), ("outputs", outputs)))
 

@@ -85,6 +85,9 @@ def _convert(x, argument: str, prefix: str) -> DType:
         except (TypeError, ValueError):
             nd = None
         if nd is not None:
+            if not nd.isnative:
+                raise ArgumentError(argument, f"{prefix}NumPy dtype {nd.str!r} is not in this machine's byte "
+                                              f"order; convert with .astype({nd.name!r}) first")
             return _by_name(nd.name, argument, prefix, f"NumPy dtype {nd.name} is not supported")
     raise ArgumentTypeError(argument, f"{prefix}expected a dtype (jitkernel.float32, a NumPy/PyTorch/JAX dtype "
                                       f"or a name such as 'float32'), got {type(x).__name__} {x!r}")

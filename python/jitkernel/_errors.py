@@ -63,7 +63,7 @@ class CudaNotAvailableError(JitKernelError, RuntimeError):
         if "nvrtc" in message.lower():
             from . import _toolkit
 
-            notes = _toolkit.search_notes()
+            notes = _toolkit.search_notes(with_hint="pip install" not in message)
             if notes:
                 message = f"{message}\n{notes}"
         return cls(message)

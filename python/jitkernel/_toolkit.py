@@ -182,12 +182,13 @@ def configure() -> Toolkit:
     return tk
 
 
-def search_notes() -> str:
-    """What the NVRTC search found wrong, and how to fix it (appended to CudaNotAvailableError messages)."""
+def search_notes(with_hint: bool = True) -> str:
+    """Where the NVRTC search looked and what it found wrong (appended to CudaNotAvailableError messages)."""
     tk = _found if _found is not None else search()
     lines = [f"NVRTC: tried {tk.nvrtc_library} (from {tk.nvrtc_found_via})"]
     lines += [f"  {note}" for note in tk.notes]
-    lines.append(INSTALL_HINT)
+    if with_hint:
+        lines.append(INSTALL_HINT)
     return "\n".join(lines)
 
 
@@ -208,7 +209,8 @@ def toolkit_info() -> dict:
     info["nvrtc_library"] = tk.nvrtc_library
     info["nvrtc_found_via"] = tk.nvrtc_found_via
     info["nvrtc_preload"] = list(tk.nvrtc_preload)
-    info["include_dirs"] = [f"{d}  ({via})" for d, via in zip(tk.include_dirs, tk.include_found_via)]
+    info["include_dirs"] = list(tk.include_dirs)
+    info["include_found_via"] = list(tk.include_found_via)
     info["notes"] = list(tk.notes)
     try:
         version = _core.driver_version()

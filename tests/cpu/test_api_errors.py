@@ -71,6 +71,7 @@ CALL_ERRORS = [
     (dict(inputs=[np.zeros(4, np.complex128), 1]), jk.ArgumentError, "inputs", r"input 0 \('a'\).*complex128"),
     (dict(inputs=[np.zeros(4, object), 1]), jk.ArgumentError, "inputs", "object"),
     (dict(inputs=[np.array(["x"]), 1]), jk.ArgumentError, "inputs", "str|U1"),
+    (dict(inputs=[np.zeros(4, ">f4"), 1]), jk.ArgumentError, "inputs", "byte order"),
     (dict(output_shapes=None), jk.ArgumentTypeError, "output_shapes", "required"),
     (dict(output_shapes=(4,)), jk.ArgumentTypeError, "output_shapes", r"output 0 \('out'\).*got int"),
     (dict(output_shapes=[4]), jk.ArgumentTypeError, "output_shapes", "shape must be a tuple"),
@@ -255,6 +256,7 @@ def test_compile_argument_errors():
     ("f4", jk.ArgumentError, "unknown dtype name"),
     (np.complex128, jk.ArgumentError, "complex128 is not supported"),
     (np.dtype("datetime64[s]"), jk.ArgumentError, "datetime64"),
+    (np.dtype(">i8"), jk.ArgumentError, "byte order"),
     (None, jk.ArgumentTypeError, "expected a dtype"),
     (True, jk.ArgumentTypeError, "expected a dtype"),
     (float, jk.ArgumentTypeError, "ambiguous"),
@@ -459,3 +461,92 @@ def test_stream_object_errors():
     expect(jk.ArgumentError, "stream", call, stream=neg, match="non-negative")
     torch_like = type("Stream", (), {"__module__": "torch.cuda", "cuda_stream": "x"})()
     expect(jk.ArgumentTypeError, "stream", call, stream=torch_like, match="not an int handle")
+
+
+# --- jk.Array as a producer (over host memory posing as device 0: no GPU needed) -----------------------------------
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
+_capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+_USED_NAMES = {b"dltensor": b"used_dltensor", b"dltensor_versioned": b"used_dltensor_versioned"}
+
+
+def fake_device_array(shape=(2, 3), dtype=jk.float32, stream=0):
+    memory = (ctypes.c_byte * 64)()
+    arr = jk._core._array_view_for_tests(ctypes.addressof(memory), list(shape), dtype, 0, stream)
+    return arr, memory
+
+
+def consume(capsule, versioned):
+    """What a DLPack consumer does: read the tensor, rename the capsule, call the deleter once."""
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    managed_type = _DLManagedVersioned if versioned else _DLManaged
+    managed = managed_type.from_address(_capsule_pointer(capsule, name))
+    t = managed.dl_tensor
+    seen = dict(data=t.data, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
+                dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), shape=tuple(t.shape[i] for i in range(t.ndim)),
+                strides=tuple(t.strides[i] for i in range(t.ndim)), byte_offset=t.byte_offset)
+    if versioned:
+        seen.update(version=(managed.major, managed.minor), flags=managed.flags)
+    assert _capsule_set_name(capsule, _USED_NAMES[name]) == 0  # the capsule keeps the pointer: long-lived bytes
+    managed.deleter(ctypes.addressof(managed))
+    return seen
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_array_exports_dlpack(versioned):
+    arr, memory = fake_device_array((2, 3), jk.bfloat16)
+    assert arr.__dlpack_device__() == (2, 0)
+    capsule = arr.__dlpack__(max_version=(1, 0)) if versioned else arr.__dlpack__()
+    seen = consume(capsule, versioned)
+    assert seen["data"] == ctypes.addressof(memory) and seen["device"] == (2, 0)
+    assert seen["dtype"] == (4, 16, 1) and seen["shape"] == (2, 3) and seen["strides"] == (3, 1)
+    assert seen["byte_offset"] == 0
+    if versioned:
+        assert seen["version"] == (1, 0) and seen["flags"] == 0
+    assert _capsule_name(capsule) == (b"used_dltensor_versioned" if versioned else b"used_dltensor")
+    # An unconsumed capsule frees its tensor itself when collected.
+    arr.__dlpack__(max_version=(1, 0) if versioned else None)
+
+
+def test_array_attributes_and_cuda_array_interface():
+    arr, memory = fake_device_array((2, 3), jk.float16, stream=0)
+    assert (arr.shape, arr.dtype, arr.device, arr.ndim, arr.size, arr.nbytes) == ((2, 3), jk.float16, 0, 2, 6, 12)
+    assert repr(arr) == "jitkernel.Array(shape=(2, 3), dtype=float16, device=0)"
+    cai = arr.__cuda_array_interface__
+    assert cai == {"shape": (2, 3), "typestr": "<f2", "descr": [("", "<f2")], "data": (ctypes.addressof(memory), False),
+                   "strides": None, "version": 3, "stream": 1}  # 1: the legacy default stream
+    on_stream, _ = fake_device_array((4,), jk.bool_, stream=1234)
+    assert on_stream.__cuda_array_interface__["stream"] == 1234
+    assert on_stream.__cuda_array_interface__["typestr"] == "|b1"
+    assert repr(on_stream) == "jitkernel.Array(shape=(4,), dtype=bool, device=0)"
+    bf16, _ = fake_device_array((4,), jk.bfloat16)
+    assert not hasattr(bf16, "__cuda_array_interface__")  # no typestr for bfloat16: consumers use DLPack
+
+
+def test_array_dlpack_argument_errors():
+    arr, _ = fake_device_array()
+    with pytest.raises(BufferError, match="CUDA device 0"):
+        arr.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(BufferError, match="copy=True"):
+        arr.__dlpack__(copy=True)
+    with pytest.raises(ValueError, match="ambiguous"):
+        arr.__dlpack__(stream=0)
+    with pytest.raises(TypeError):
+        arr.__dlpack__(stream="s")
+    with pytest.raises(TypeError):
+        arr.__dlpack__(1)  # stream is keyword-only
+    arr.__dlpack__(stream=-1, dl_device=(2, 0), copy=False)  # no synchronisation asked: fine
+    if NO_GPU:  # a different consumer stream needs ordering, which needs the driver
+        with pytest.raises(jk.CudaNotAvailableError):
+            arr.__dlpack__(stream=5)
+
+
+def test_array_input_needs_no_dlpack_round_trip():
+    arr, _ = fake_device_array((2, 3), jk.float16)
+    text = KERNEL.source(inputs=[arr, 3], output_dtypes=[arr.dtype])
+    assert "const __half* a" in text and "__half* out" in text

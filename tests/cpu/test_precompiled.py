@@ -250,7 +250,7 @@ def test_str_compiled_source_is_a_type_error(ptx):
 # --- architecture vs device -------------------------------------------------------------------------------
 
 
-def test_cubin_for_another_architecture_names_both(tmp_path):
+def test_cubin_for_another_architecture_names_both():
     cubin = compile_or_skip("extern \"C\" __global__ void k(int* p) { p[0] = 1; }", arch="sm_80")
     message = expect_argument_error(lambda: check_binary_arch(cubin, (9, 0), "NVIDIA H100 80GB HBM3"),
                                     "compiled_source", "cubin built for sm_80", "device 0 is sm_90",

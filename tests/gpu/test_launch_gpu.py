@@ -119,7 +119,7 @@ def test_one_source_several_shared_memory_amounts():
 
 
 def test_shared_memory_over_device_maximum():
-    with pytest.raises(jk.ArgumentError, match="shared_memory"):
+    with pytest.raises(jk.ArgumentError, match="^shared_memory"):
         kernel = jk.cuda_kernel("smem_too_much", ["words"], ["out"], FILL_SHARED,
                                 shared_memory=1 << 20)
         kernel(inputs=[16], grid=(128, 1, 1), threadgroup=(128, 1, 1),
@@ -135,6 +135,6 @@ def test_shared_memory_over_device_maximum():
 ])
 def test_launch_over_device_limits(argument, grid, threadgroup):
     kernel = jk.cuda_kernel("limits", ["dummy"], ["out"], INDEX + "if (i == 0) out[0] = 1.0f;")
-    with pytest.raises(jk.ArgumentError, match=argument):
+    with pytest.raises(jk.ArgumentError, match=f"^{argument}:"):
         kernel(inputs=[np.zeros(1, np.float32)], grid=grid, threadgroup=threadgroup,
                output_shapes=[(1,)], output_dtypes=[jk.float32])

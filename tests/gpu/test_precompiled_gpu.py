@@ -190,7 +190,7 @@ def test_same_name_in_two_binaries_gives_different_results(tmp_path):
 
 def test_cubin_for_the_wrong_architecture_is_rejected():
     info = jk.device_info(0)
-    wrong = "sm_80" if device_arch() != "sm_80" and not device_arch().startswith("sm_8") else "sm_90"
+    wrong = "sm_80" if info["compute_capability"][0] != 8 else "sm_90"
     data = jk.compile_cuda(TWO_ENTRIES, arch=wrong)
     x = np.arange(8, dtype=np.float32)
     with pytest.raises(jk.ArgumentError) as e:
@@ -201,6 +201,15 @@ def test_cubin_for_the_wrong_architecture_is_rejected():
     # The library keeps working after the rejection.
     good = jk.compile_cuda(TWO_ENTRIES, arch=device_arch())
     np.testing.assert_array_equal(run_1d(good, "add_scalar", x, 1.0, 8), x + 1)
+
+
+def test_fatbin_without_an_image_for_the_device_is_rejected(tmp_path):
+    wrong = "80" if jk.device_info(0)["compute_capability"][0] != 8 else "90"
+    data = nvcc(tmp_path, TWO_ENTRIES, "-fatbin", "-gencode", f"arch=compute_{wrong},code=sm_{wrong}")
+    with pytest.raises(jk.ArgumentError) as e:
+        run_1d(data, "add_scalar", np.zeros(8, np.float32), 1.0, 8)
+    assert e.value.argument == "compiled_source"
+    assert f"cubin for sm_{wrong}" in str(e.value) and "can run none of them" in str(e.value)
 
 
 def test_parameter_mismatch_is_caught_before_launch(tmp_path):

@@ -13,6 +13,10 @@
 
 namespace jk::codegen {
 
+// ASCII character classes of C identifiers (no locale, no universal names).
+inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+
 // ---- source_scan.cpp --------------------------------------------------------
 // What user code (kernel body and header) mentions. Comments, string and
 // character literals and number literals are skipped, so a word in a comment

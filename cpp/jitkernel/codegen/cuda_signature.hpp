@@ -24,8 +24,11 @@ struct CudaKernelSpec {
 };
 
 // Throws ArgumentError naming the argument ("name", "input_names",
-// "output_names") when a name is not a C identifier, is duplicated, or
-// collides with a reserved identifier.
+// "output_names", "shared_memory") when a name is not a C identifier, is
+// duplicated, is reserved (C++ keywords, CUDA built-ins, names the generated
+// code spells, identifiers with "__"), or collides with a parameter the
+// generator adds (input "a_shape" while the source uses input a's a_shape);
+// when there is no output; when shared_memory < 0.
 void validate_cuda_kernel_spec(const CudaKernelSpec& spec);
 
 struct TemplateArg {
@@ -91,8 +94,11 @@ struct GeneratedKernel {
   int body_line_count = 0;
 };
 
-// Throws ArgumentError/ArgumentTypeError for signature problems (wrong counts,
-// ndim > kMaxNdim for inputs whose shape/strides are used, bad template names).
+// Throws ArgumentError for signature problems: wrong counts ("inputs",
+// "output_dtypes"), ndim > kMaxNdim for inputs whose shape/strides are used
+// ("inputs"), bad template names ("template"); validates the spec too.
+// name_shape / name_strides / name_ndim are generated when the source or the
+// header mentions them as whole words (outside comments and literals).
 GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call);
 
 // Rewrites an NVRTC log so that "<file>(N): error" lines point into the user's

@@ -99,11 +99,8 @@ std::string collision_message(const char* role, const GeneratedName& g) {
 }  // namespace
 
 bool is_c_identifier(std::string_view name) {
-  if (name.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(name[0])) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+  return !name.empty() && is_ident_start(name[0]) &&
+         std::all_of(name.begin(), name.end(), is_ident_char);
 }
 
 const char* reserved_name_reason(std::string_view name) {

@@ -3,17 +3,13 @@
 // and number literals (with ' digit separators), records identifiers, the
 // identifiers used as `name::` qualifiers, and #include targets. The code
 // generator decides from this which parameters and headers to emit.
-#include <cctype>
-
 #include "jitkernel/codegen/codegen_detail.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 
 namespace jk::codegen {
 namespace {
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool digit(char c) { return c >= '0' && c <= '9'; }
 
 class Scanner {
  public:
@@ -42,7 +38,7 @@ class Scanner {
       } else if (digit(c) || (c == '.' && digit(peek(1)))) {
         skip_number();
         line_start = false;
-      } else if (ident_start(c)) {
+      } else if (is_ident_start(c)) {
         identifier();
         line_start = false;
       } else {
@@ -97,9 +93,9 @@ class Scanner {
     while (i_ < t_.size()) {
       char c = t_[i_];
       char prev = i_ > 0 ? t_[i_ - 1] : '\0';
-      if (ident_char(c) || c == '.') {
+      if (is_ident_char(c) || c == '.') {
         ++i_;
-      } else if (c == '\'' && ident_char(peek(1))) {
+      } else if (c == '\'' && is_ident_char(peek(1))) {
         i_ += 2;
       } else if ((c == '+' || c == '-') &&
                  (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
@@ -112,7 +108,7 @@ class Scanner {
 
   std::string_view read_identifier() {
     std::size_t start = i_;
-    while (i_ < t_.size() && ident_char(t_[i_])) ++i_;
+    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
     return t_.substr(start, i_ - start);
   }
 
@@ -133,7 +129,7 @@ class Scanner {
   // is scanned like ordinary code (its identifiers count, e.g. in #define).
   void directive() {
     while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
-    if (!ident_start(peek(0))) return;
+    if (!is_ident_start(peek(0))) return;
     std::size_t start = i_;
     std::string_view word = read_identifier();
     if (word != "include") {

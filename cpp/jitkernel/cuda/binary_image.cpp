@@ -54,7 +54,6 @@ constexpr const char* kArg = "compiled_source";
 class Reader {
  public:
   Reader(std::string_view bytes, const char* what) : bytes_(bytes), what_(what) {}
-  std::size_t size() const { return bytes_.size(); }
   bool has(std::size_t offset, std::size_t n) const {
     return offset <= bytes_.size() && n <= bytes_.size() - offset;
   }
@@ -585,6 +584,26 @@ BinaryImage parse_fatbin(std::string_view bytes) {
   return image;
 }
 
+// The image of a fatbin the driver would pick for the device (best cubin,
+// else PTX), or nullptr when none fits.
+const FatbinImage* fatbin_image_for(const BinaryImage& image, int cc_major, int cc_minor) {
+  const FatbinImage* best = nullptr;
+  for (const FatbinImage& im : image.images) {  // best cubin: highest compatible SM
+    if (!im.is_ptx && cubin_runs_on(im.arch, cc_major, cc_minor) &&
+        (!best || im.arch.number() > best->arch.number())) {
+      best = &im;
+    }
+  }
+  if (best) return best;
+  for (const FatbinImage& im : image.images) {
+    if (im.is_ptx && ptx_runs_on(im.arch, cc_major, cc_minor) &&
+        (!best || im.arch.number() > best->arch.number())) {
+      best = &im;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 // ----------------------------------------------------------------- API ---
@@ -664,24 +683,6 @@ void throw_missing_entry(const std::string& name, BinaryFormat format,
   throw ArgumentError("name", "no entry point '" + name + "' in this " +
                                   binary_format_name(format) + listed +
                                   " (C++ kernels need their mangled name, or extern \"C\")");
-}
-
-const FatbinImage* fatbin_image_for(const BinaryImage& image, int cc_major, int cc_minor) {
-  const FatbinImage* best = nullptr;
-  for (const FatbinImage& im : image.images) {  // best cubin: highest compatible SM
-    if (!im.is_ptx && cubin_runs_on(im.arch, cc_major, cc_minor) &&
-        (!best || im.arch.number() > best->arch.number())) {
-      best = &im;
-    }
-  }
-  if (best) return best;
-  for (const FatbinImage& im : image.images) {
-    if (im.is_ptx && ptx_runs_on(im.arch, cc_major, cc_minor) &&
-        (!best || im.arch.number() > best->arch.number())) {
-      best = &im;
-    }
-  }
-  return best;
 }
 
 void check_arch(const BinaryImage& image, int cc_major, int cc_minor,

@@ -88,10 +88,6 @@ const EntryPoint* find_entry(const BinaryImage& image, const std::string& name);
 [[noreturn]] void throw_missing_entry(const std::string& name, BinaryFormat format,
                                       const std::optional<std::vector<std::string>>& entry_names);
 
-// For a fatbin: the image the driver would pick for the device (best cubin,
-// else PTX), or nullptr when none fits.
-const FatbinImage* fatbin_image_for(const BinaryImage& image, int cc_major, int cc_minor);
-
 // Throws ArgumentError("compiled_source", ...) when the binary cannot run on
 // a device of this compute capability, saying both (e.g. "cubin built for
 // sm_80 but device 0 is sm_90 (NVIDIA H100 80GB HBM3)"). `device_label` is
@@ -99,8 +95,8 @@ const FatbinImage* fatbin_image_for(const BinaryImage& image, int cc_major, int 
 void check_arch(const BinaryImage& image, int cc_major, int cc_minor,
                 const std::string& device_label, const std::string& device_name);
 
-// What a call passes, in order: `num_pointers` pointers (inputs, then
-// outputs), then scalars by value.
+// What a call passes, in order: a pointer per input, a pointer per output,
+// then each scalar by value.
 struct ParamCheck {
   std::string kernel_name;
   int num_inputs = 0;

@@ -120,6 +120,23 @@ int stream_device(CUstream stream) {
   return static_cast<int>(dev);
 }
 
+// A stream of another device's context would fail every enqueue below with
+// an opaque driver error: say what is wrong instead. Two cheap driver calls
+// when a stream is given; `device`'s context must be current.
+void check_stream_device(CUstream stream, int device) {
+  if (reinterpret_cast<std::uintptr_t>(stream) <= 2) return;
+  const DriverApi& api = driver();
+  CUcontext stream_ctx = nullptr, current = nullptr;
+  check(api.cuStreamGetCtx(stream, &stream_ctx), "stream: reading the stream's context");
+  if (api.cuCtxGetCurrent(&current) != CUDA_SUCCESS || stream_ctx == current) return;
+  const int owner = stream_device(stream);
+  if (owner != device) {
+    throw ArgumentError("stream", "the stream belongs to " + device_text(owner) +
+                                      " but the arrays are on " + device_text(device) +
+                                      "; pass a stream of the arrays' device");
+  }
+}
+
 // Inputs decide; then caller-provided outputs; then the stream; else device 0.
 int resolve_device(const CallArguments& args, CUstream stream) {
   int device = kHostDevice;
@@ -224,6 +241,7 @@ PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
   CUstream stream = reinterpret_cast<CUstream>(launch.stream);
   launch_geometry(launch, device);  // device limits, before any work is enqueued
   DeviceGuard guard(device);
+  check_stream_device(stream, device);
 
   PreparedCall prepared;
   prepared.device = device;

@@ -75,8 +75,9 @@ struct LaunchGeometry {
 LaunchGeometry launch_geometry(const LaunchConfig& config, int device);
 
 // Sets the function's max dynamic shared memory when needed (remembered per
-// function, raised or lowered as calls differ) and launches. `kernel_name` is
-// used in error messages and fault reports.
+// function and only ever raised, so a concurrent launch with a larger amount
+// never sees it lowered under it) and launches. `kernel_name` is used in
+// error messages and fault reports.
 void launch_function(CUfunction function, const char* kernel_name, const LaunchConfig& config,
                      int device, void** params);
 

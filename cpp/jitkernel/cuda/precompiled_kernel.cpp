@@ -10,6 +10,7 @@
 
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
+#include "jitkernel/cuda/binary_image.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
 #include "jitkernel/cuda/param_pack.hpp"
@@ -18,6 +19,7 @@ namespace jk::cuda {
 namespace {
 
 constexpr CUresult kCudaErrorInvalidValue = 1;
+constexpr std::size_t kMaxParams = 32768;  // kernel parameters take at most 32764 bytes
 
 using ContentKey = std::pair<std::uint64_t, std::size_t>;  // (hash, size) of compiled_source
 
@@ -76,48 +78,65 @@ std::optional<std::vector<KernelParam>> driver_params(CUfunction function) {
   const DriverApi& api = driver();
   if (!api.cuFuncGetParamInfo) return std::nullopt;
   std::vector<KernelParam> params;
-  for (std::size_t i = 0;; ++i) {
+  for (std::size_t i = 0; i < kMaxParams; ++i) {
     std::size_t offset = 0, size = 0;
     CUresult r = api.cuFuncGetParamInfo(function, i, &offset, &size);
     if (r == kCudaErrorInvalidValue) break;  // past the last parameter
     if (r != CUDA_SUCCESS) return std::nullopt;
     params.push_back({offset, size});
   }
+  if (params.size() == kMaxParams) return std::nullopt;  // no end found: do not trust it
   return params;
 }
 
+struct DriverVersion {
+  int value = 0;  // cuDriverGetVersion: 13000 for CUDA 13.0
+  std::string text() const {
+    return "CUDA " + std::to_string(value / 1000) + "." + std::to_string((value % 1000) / 10);
+  }
+};
+
+DriverVersion driver_version() {
+  DriverVersion v;
+  check(driver().cuDriverGetVersion(&v.value), "reading the CUDA driver version");
+  return v;
+}
+
+// PTX newer than the driver can JIT-compile: say so and what to do instead.
+[[noreturn]] void throw_ptx_too_new(const BinaryImage& image, const DriverVersion& driver_version,
+                                    const DeviceInfo& info) {
+  std::string message = "PTX ISA version " + std::to_string(image.ptx_version_major) + "." +
+                        std::to_string(image.ptx_version_minor) +
+                        " is newer than the installed driver (" + driver_version.text();
+  if (auto max = max_ptx_version_for_driver(driver_version.value)) {
+    message += ", PTX up to " + std::to_string(max->first) + "." + std::to_string(max->second);
+  }
+  message += ") can compile; PTX from a newer toolkit (NVRTC, nvcc) needs a newer driver. "
+             "Pass a cubin instead (e.g. jitkernel.compile_cuda(source, arch=\"" + info.arch +
+             "\") or nvcc -cubin -arch=" + info.arch + "), or update the NVIDIA driver";
+  throw ArgumentError("compiled_source", message);
+}
+
+bool ptx_newer_than(const BinaryImage& image, const DriverVersion& driver_version) {
+  auto max = max_ptx_version_for_driver(driver_version.value);
+  return image.format == BinaryFormat::Ptx && max &&
+         std::make_pair(image.ptx_version_major, image.ptx_version_minor) > *max;
+}
+
 // The driver's reason for refusing `image` on `device`, as an error about the
-// argument that carried it.
+// argument that carried it (other driver errors are rethrown as they are).
 [[noreturn]] void rethrow_load_error(const CudaError& e, const BinaryImage& image, int device) {
   const DeviceInfo& info = device_info(device);
-  const std::string suggestion = info.arch;
-  int driver_version = 0;
-  driver().cuDriverGetVersion(&driver_version);
-  const std::string driver_text = "CUDA " + std::to_string(driver_version / 1000) + "." +
-                                  std::to_string((driver_version % 1000) / 10);
-  if (image.format == BinaryFormat::Ptx &&
-      (e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || e.code() == CUDA_ERROR_INVALID_PTX)) {
-    auto max = max_ptx_version_for_driver(driver_version);
-    const bool too_new =
-        e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
-        (max && std::make_pair(image.ptx_version_major, image.ptx_version_minor) > *max);
-    if (too_new) {
-      std::string message = "PTX ISA version " + std::to_string(image.ptx_version_major) + "." +
-                            std::to_string(image.ptx_version_minor) +
-                            " is newer than the installed driver (" + driver_text;
-      if (max) {
-        message += ", PTX up to " + std::to_string(max->first) + "." + std::to_string(max->second);
-      }
-      message += ") can compile; PTX from a newer toolkit (NVRTC, nvcc) needs a newer driver. "
-                 "Pass a cubin instead (e.g. jitkernel.compile_cuda(source, arch=\"" +
-                 suggestion + "\") or nvcc -cubin -arch=" + suggestion +
-                 "), or update the NVIDIA driver";
-      throw ArgumentError("compiled_source", message);
-    }
+  const DriverVersion version = driver_version();
+  const bool ptx = image.format == BinaryFormat::Ptx;
+  if (ptx && (e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+              (e.code() == CUDA_ERROR_INVALID_PTX && ptx_newer_than(image, version)))) {
+    throw_ptx_too_new(image, version, info);
   }
   if (e.code() == CUDA_ERROR_NO_BINARY_FOR_GPU || e.code() == CUDA_ERROR_INVALID_IMAGE ||
-      e.code() == CUDA_ERROR_INVALID_PTX || e.code() == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
-    throw ArgumentError("compiled_source", "the driver (" + driver_text + ") cannot load this " +
+      e.code() == CUDA_ERROR_INVALID_PTX) {
+    throw ArgumentError("compiled_source", "the driver (" + version.text() +
+                                               ") cannot load this " +
                                                binary_format_name(image.format) + " on " +
                                                device_label(device) + " (" + info.name + ", " +
                                                info.arch + "): " + e.what());
@@ -139,6 +158,10 @@ const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
 
   const DeviceInfo& info = device_info(device);
   check_arch(image, info.cc_major, info.cc_minor, device_label(device), info.name);
+  if (image.format == BinaryFormat::Ptx) {
+    const DriverVersion version = driver_version();
+    if (ptx_newer_than(image, version)) throw_ptx_too_new(image, version, info);
+  }
   CUmodule module;
   try {
     module = load_module(device, call.compiled_source);

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "jitkernel/cuda/binary_image.hpp"
 #include "jitkernel/cuda/launch.hpp"
 
 namespace jk::cuda {
