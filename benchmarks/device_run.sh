@@ -7,7 +7,7 @@
 #   bash benchmarks/device_run.sh tests bench     # only these steps (after an earlier build in the same machine)
 #
 # Each step has a time limit and the run keeps going after a failing step; the whole run stays inside
-# JK_BUDGET_S seconds (default 540) so the summary is always written. JK_COMMIT names the commit when the
+# JK_BUDGET_S seconds (default 480) so the summary is always written. JK_COMMIT names the commit when the
 # tree has no .git. Files in $OUT (8 at most, none in subfolders): summary.md build.log pytest.log junit.xml
 # demo.log cpp_bench.log bench_launch.log bench_launch.json.
 set -uo pipefail
@@ -17,7 +17,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 START=$(date +%s)
-DEADLINE=$((START + ${JK_BUDGET_S:-540}))
+DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 ALL_STEPS=(info build tests demo cpp bench)
@@ -79,7 +79,7 @@ fi
 if wanted tests; then
   rm -f "$OUT/pytest.log" "$OUT/junit.xml"
   run_step tests 300 "$OUT/pytest.log" \
-    "JITKERNEL_REQUIRE_GPU=1 $PY -m pytest -q -rs -p no:cacheprovider -o faulthandler_timeout=120 \
+    "JITKERNEL_REQUIRE_GPU=1 $PY -m pytest -v -rs -p no:cacheprovider -o faulthandler_timeout=120 \
 --junitxml='$OUT/junit.xml' tests"
 fi
 if wanted demo; then
@@ -133,6 +133,19 @@ for tag, cap in (("failure", 40), ("error", 20), ("skipped", 20)):
     if len(hits) > cap:
         print(f"- ... {len(hits) - cap} more {tag} entries in junit.xml")
 EOF
+    echo
+  fi
+  if [ ! -f "$OUT/junit.xml" ] && [ -f "$OUT/pytest.log" ]; then
+    # pytest died (a crash writes no JUnit file): -v names each test before it runs, so the last one is the culprit.
+    echo "## Tests (JITKERNEL_REQUIRE_GPU=1): pytest did not finish (${STATUS[tests]:-?})"
+    echo
+    echo "$(grep -c ' PASSED' "$OUT/pytest.log") passed, $(grep -c ' FAILED' "$OUT/pytest.log") failed, \
+$(grep -c ' ERROR' "$OUT/pytest.log") errors, $(grep -c ' SKIPPED' "$OUT/pytest.log") skipped before it stopped"
+    echo
+    echo '```'
+    grep -E '^tests/.*::' "$OUT/pytest.log" | tail -n 1
+    grep -E 'Fatal Python error|Timeout|Segmentation|Aborted' "$OUT/pytest.log" | grep -v '::' | head -n 3
+    echo '```'
     echo
   fi
   if [ -f "$OUT/demo.log" ]; then

@@ -513,17 +513,21 @@ def cold_start(peer, timeout):
 
 # --- report -----------------------------------------------------------------------------------------------
 
+def git_commit():
+    """Short hash (+dirty) of the checkout; JK_COMMIT wins (device_run.sh sets it: the device's copy has no .git)."""
+    if os.environ.get("JK_COMMIT"):
+        return os.environ["JK_COMMIT"]
+    try:
+        git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "") if commit else "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def environment():
     info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "python": platform.python_version(), "host": platform.node()}
-    try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                        timeout=10).stdout.strip() or "?"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        info["commit"] += "+dirty" if dirty else ""
-    except (OSError, subprocess.SubprocessError):
-        info["commit"] = "?"
+            "python": platform.python_version(), "host": platform.node(), "commit": git_commit()}
     try:
         import torch
         if torch.cuda.is_available():
@@ -587,6 +591,16 @@ def markdown(res):
     return "\n".join(lines)
 
 
+def save(res, out):
+    """Writes bench_launch.json and .md (also after each peer: a crash or timeout keeps what was measured)."""
+    with open(os.path.join(out, "bench_launch.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    md = markdown(res)
+    with open(os.path.join(out, "bench_launch.md"), "w") as f:
+        f.write(md + "\n")
+    return md
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for bench_launch.md and bench_launch.json")
@@ -640,16 +654,14 @@ def main(argv=None):
                 print(f"n={n:<8} {v['name']:<45} " + (
                     f"wall {fmt(r['wall_us'])} µs  event {fmt(r['event_us'])} µs  rt {fmt(r['rt_us'])} µs"
                     if "error" not in r else r["error"]), flush=True)
+            save(res, args.out)
     if not args.no_cold:
         for peer in peers:
             if peer in COLD:
                 res["cold"][peer] = cold_start(peer, args.cold_timeout)
                 print(f"first call {peer}: {json.dumps(res['cold'][peer])}", flush=True)
-    with open(os.path.join(args.out, "bench_launch.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    md = markdown(res)
-    with open(os.path.join(args.out, "bench_launch.md"), "w") as f:
-        f.write(md + "\n")
+                save(res, args.out)
+    md = save(res, args.out)
     print()
     print(md)
     return 1 if failed else 0

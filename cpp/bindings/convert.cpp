@@ -26,7 +26,7 @@ enum class Kind : std::uint8_t {
   Float,        // float subclasses (not NumPy's float64: that is a NumpyScalar)
   Complex,
   NumpyScalar,  // numpy.generic, ml_dtypes scalars
-  NumpyArray,   // numpy.ndarray (read through __array_interface__: ml_dtypes work)
+  NumpyArray,   // numpy.ndarray: buffer protocol, __array_interface__ for ml_dtypes
   TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
   DLPack,       // anything else with __dlpack__ / __dlpack_device__
   HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray

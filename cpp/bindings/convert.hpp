@@ -9,7 +9,7 @@
 // Rules (python/jitkernel/_arrays.py and _streams.py hold the Python halves):
 // - inputs: device arrays via DLPack (`__dlpack__(stream=<launch stream>)`,
 //   capsules consumed and released after the launch is enqueued; exact
-//   torch.Tensor on the framework's current stream is read without DLPack),
+//   torch.Tensor / nn.Parameter on torch's current stream is read without DLPack),
 //   jk.Array directly, NumPy / ml_dtypes / host DLPack arrays as host views
 //   (the core uploads them), Python and NumPy scalars by value.
 // - stream: None -> the current stream of the first device-array input's

@@ -24,10 +24,17 @@ inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <
 struct SourceScan {
   std::unordered_set<std::string> identifiers;  // every identifier token
   std::unordered_set<std::string> qualifiers;   // identifiers directly followed by `::`
+  std::unordered_set<std::string> unqualifying; // identifiers seen at least once NOT followed by `::`
+  // "A::B" for every identifier A followed by `::` and identifier B ("A::"
+  // when something else follows the `::`).
+  std::unordered_set<std::string> scoped;
   std::vector<std::string> includes;            // targets of #include lines
 
   bool has(const std::string& name) const { return identifiers.count(name) != 0; }
   bool qualifies(const std::string& name) const { return qualifiers.count(name) != 0; }
+  // True when `name` appears somewhere other than right before `::`
+  // (`using namespace name;`, `namespace x = name;`, a variable `name`).
+  bool used_unqualifying(const std::string& name) const { return unqualifying.count(name) != 0; }
 };
 
 // Adds what `text` mentions to `scan` (call once per text: body, header).

@@ -1,7 +1,8 @@
 // A small C++ tokenizer, just enough to know which identifiers user code
 // mentions: it skips comments, string/character literals (raw strings too)
 // and number literals (with ' digit separators), records identifiers, the
-// identifiers used as `name::` qualifiers, and #include targets. The code
+// identifiers used as `name::` qualifiers (and what they qualify), and
+// #include targets. The code
 // generator decides from this which parameters and headers to emit.
 #include "jitkernel/codegen/codegen_detail.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
@@ -120,9 +121,26 @@ class Scanner {
       return;
     }
     out_.identifiers.emplace(word);
-    std::size_t j = i_;
+    std::size_t j = skip_spaces(i_);
+    if (j + 1 < t_.size() && t_[j] == ':' && t_[j + 1] == ':') {
+      out_.qualifiers.emplace(word);
+      j = skip_spaces(j + 2);
+      std::size_t end = j;
+      while (end < t_.size() && is_ident_char(t_[end])) ++end;
+      bool ident = end > j && is_ident_start(t_[j]);
+      std::string pair(word);
+      pair += "::";
+      if (ident) pair.append(t_.substr(j, end - j));
+      out_.scoped.emplace(std::move(pair));
+    } else {
+      out_.unqualifying.emplace(word);
+    }
+  }
+
+  // First position at or after `j` that is not a space, tab or line break.
+  std::size_t skip_spaces(std::size_t j) const {
     while (j < t_.size() && (t_[j] == ' ' || t_[j] == '\t' || t_[j] == '\n' || t_[j] == '\r')) ++j;
-    if (j + 1 < t_.size() && t_[j] == ':' && t_[j + 1] == ':') out_.qualifiers.emplace(word);
+    return j;
   }
 
   // After '#': records `#include <x>` / `#include "x"`; any other directive
