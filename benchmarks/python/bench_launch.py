@@ -7,11 +7,14 @@ once before it is timed. For each variant and size:
   event_us  the same blocks timed with CUDA events on the launch stream: device-timeline time per call
   rt_us     call + synchronize each time (latency), median over blocks
   x_<base>  wall_us over the baseline's wall_us at the same size (CuPy RawKernel, cuda.core launch)
-First calls run in a fresh subprocess per library, with empty compile caches (CUPY_CACHE_DIR, TRITON_CACHE_DIR,
-NUMBA_CACHE_DIR, CUDA_CACHE_PATH, JITKERNEL_CACHE_DIR in a new temporary folder); the CUDA context is created
-before the clock starts. Then a second, different kernel in the same process, and a second process sharing the
-now-filled cache folder (disk-warm).
-Libraries that are not installed are skipped with a note. Writes bench_launch.md and bench_launch.json to --out.
+A peer that cannot run here (not installed, no GPU, an install that is broken in a known way) gets a
+"skipped: why" row instead of numbers.
+First calls run in a fresh subprocess per library, from a script file in a new temporary folder that also holds
+the empty compile caches (CUPY_CACHE_DIR, TRITON_CACHE_DIR, NUMBA_CACHE_DIR, CUDA_CACHE_PATH, JITKERNEL_CACHE_DIR);
+the CUDA context is created before the clock starts. Then a second, different kernel in the same process, and a
+second process sharing the now-filled cache folder (disk-warm). Two extra rows time MLX's documentation kernel
+(seed 003: cooperative_groups::this_grid().thread_rank()) through jitkernel and MLX.
+Writes bench_launch.md and bench_launch.json to --out; exits 1 only when a jitkernel variant fails.
 
     python3 benchmarks/python/bench_launch.py --out DIR [--quick] [--peers jitkernel,cupy,...] [--sizes 1,1048576]
 
@@ -43,7 +46,16 @@ JK_BODY = """
     const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n[0]) c[i] = a[i] + b[i];
 """
+# MLX's documentation example (seed 003): the kernel users will compare first-call times with.
+CG_BODY = """
+    auto elem = cooperative_groups::this_grid().thread_rank();
+    T tmp = inp[elem];
+    out[elem] = exp(tmp);
+"""
 BASELINES = ("cupy RawKernel, outputs given", "cuda.core launch, outputs given")
+# The driver's special stream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): cuda.core's default stream has
+# handle 1, which torch.cuda.ExternalStream misreads as a malformed internal stream id ("invalid StreamId1").
+STREAM_LEGACY, STREAM_PER_THREAD = 1, 2
 
 
 class Skip(Exception):
@@ -71,6 +83,11 @@ class EventTimer:
             pass
 
     def block_ms(self, stream, body):
+        """Milliseconds for body() on stream ``stream`` (a CUstream handle), or None when it cannot be timed."""
+        if stream == STREAM_PER_THREAD:
+            return None  # neither torch nor CuPy can name another thread's per-thread stream
+        if stream == STREAM_LEGACY:
+            stream = 0  # the same legacy default stream, under the name the frameworks know
         if self.kind == "torch":
             t = self.torch
             s = t.cuda.ExternalStream(stream) if stream else t.cuda.default_stream()
@@ -95,6 +112,7 @@ class EventTimer:
 def measure(v, iters, reps, timer):
     """wall / event / round-trip microseconds per call for one variant (see the module docstring)."""
     fn, sync = v["fn"], v["sync"]
+    rt_call = v["rt"] or (lambda: (fn(), sync()))
 
     def block():
         for _ in range(iters):
@@ -109,19 +127,23 @@ def measure(v, iters, reps, timer):
         block()
         sync()
         wall.append((time.perf_counter() - t) / iters * 1e6)
-    event = None
+    event, note = None, v["note"]
     if v.get("stream") is not None and timer.kind:
-        event = [timer.block_ms(v["stream"], block) * 1e3 / iters for _ in range(reps)]
+        try:
+            ms = [timer.block_ms(v["stream"], block) for _ in range(reps)]
+            event = None if None in ms else [m * 1e3 / iters for m in ms]
+        except Exception as e:  # the wall and rt numbers stand without it
+            sync()
+            note = "; ".join(x for x in (note, f"no event timing: {type(e).__name__}: {e}") if x)
     rt_iters = max(iters // 5, 10)
     rt = []
     for _ in range(reps):
         t = time.perf_counter()
         for _ in range(rt_iters):
-            fn()
-            sync()
+            rt_call()
         rt.append((time.perf_counter() - t) / rt_iters * 1e6)
     med = lambda xs: statistics.median(xs) if xs else None
-    return {"wall_us": med(wall), "event_us": med(event), "rt_us": med(rt),
+    return {"wall_us": med(wall), "event_us": med(event), "rt_us": med(rt), "note": note,
             "wall_samples_us": wall, "event_samples_us": event, "rt_samples_us": rt}
 
 
@@ -139,8 +161,10 @@ def check(out, a, b, name):
         raise AssertionError(f"{name}: wrong result (shape {got.shape}, expected {want.shape})")
 
 
-def variant(name, fn, sync, stream, version, note=""):
-    return {"name": name, "fn": fn, "sync": sync, "stream": stream, "version": version, "note": note}
+def variant(name, fn, sync, stream, version, note="", rt=None):
+    """One timed way to run the kernel: fn() launches, sync() waits for it; stream is the CUstream handle that
+    fn launches on (None: unknown, no event timing); rt, when given, is one call + wait for the rt column."""
+    return {"name": name, "fn": fn, "sync": sync, "stream": stream, "version": version, "note": note, "rt": rt}
 
 
 # --- peers: each returns checked variants for n elements ------------------------------------------------
@@ -168,6 +192,7 @@ def _cupy_inputs(n):
 
 
 def peer_jitkernel(n):
+    """jitkernel with torch, CuPy and jk.Array inputs, each with the output allocated per call and given."""
     try:
         import jitkernel as jk
     except ImportError as e:
@@ -178,38 +203,38 @@ def peer_jitkernel(n):
     k = jk.cuda_kernel(name="bench_add", input_names=["a", "b", "n"], output_names=["c"], source=JK_BODY)
     geo = dict(grid=(n, 1, 1), threadgroup=(256, 1, 1))
     out = []
+
+    def pair(label, x, y, z, sync):
+        """'<label> in/out' (output allocated) and '<label>, outputs given' (written into z)."""
+        shapes, dtypes = [tuple(x.shape)], [x.dtype]
+        f = lambda: k(inputs=[x, y, n], output_shapes=shapes, output_dtypes=dtypes, **geo)
+        check(f()[0], x, y, f"jitkernel {label}")
+        g = lambda: k(inputs=[x, y, n], outputs=[z], **geo)
+        check(g()[0], x, y, f"jitkernel {label} outputs=")
+        return [variant(f"jitkernel, {label} in/out", f, sync, 0, ver),
+                variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver)]
+
     try:
         torch, x, y = _torch_inputs(n)
     except Skip as e:
         out.append(Skip(f"jitkernel with torch: {e}"))
-    else:
-        z = torch.empty_like(x)
-        shapes, dtypes = [x.shape], [x.dtype]
-        f = lambda: k(inputs=[x, y, n], output_shapes=shapes, output_dtypes=dtypes, **geo)
-        check(f()[0], x, y, "jitkernel torch")
-        out.append(variant("jitkernel, torch in/out", f, torch.cuda.synchronize, 0, ver))
-        g = lambda: k(inputs=[x, y, n], output_shapes=shapes, output_dtypes=dtypes, outputs=[z], **geo)
-        z.fill_(float("nan"))
-        check(g()[0], x, y, "jitkernel torch outputs=")
-        out.append(variant("jitkernel, torch, outputs given", g, torch.cuda.synchronize, 0, ver))
+    else:  # on torch's current stream, the default one here
+        out += pair("torch", x, y, torch.full_like(x, float("nan")), torch.cuda.synchronize)
     try:
         cp, xc, yc = _cupy_inputs(n)
     except Skip as e:
         out.append(Skip(f"jitkernel with cupy: {e}"))
-    else:
-        shapes, dtypes = [xc.shape], [xc.dtype]
-        f = lambda: k(inputs=[xc, yc, n], output_shapes=shapes, output_dtypes=dtypes, **geo)
-        check(f()[0], xc, yc, "jitkernel cupy")
-        out.append(variant("jitkernel, cupy in/out", f, cp.cuda.Stream.null.synchronize, 0, ver))
-    # jk.Array in and out: the inputs are kernel outputs made from NumPy arrays (a + 0).
+    else:  # on CuPy's current stream, the null stream here
+        out += pair("cupy", xc, yc, cp.full_like(xc, float("nan")), cp.cuda.Stream.null.synchronize)
+    # jk.Array in and out, no framework: the inputs are kernel outputs made from NumPy arrays (a + 0), the
+    # given output one more (NaN + 0); launches go to the legacy default stream.
     rng = np.random.default_rng(n)
     xn, yn = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     zeros = np.zeros(n, np.float32)
-    call = lambda p, q: k(inputs=[p, q, n], output_shapes=[(n,)], output_dtypes=[np.float32], **geo)[0]
-    xa, ya = call(xn, zeros), call(yn, zeros)
-    f = lambda: call(xa, ya)
-    check(f(), xn, yn, "jitkernel jk.Array")
-    out.append(variant("jitkernel, jk.Array in/out", f, jk.synchronize, 0, ver))
+    upload = lambda h: k(inputs=[h, zeros, n], output_shapes=[(n,)], output_dtypes=[np.float32], **geo)[0]
+    xa, ya, za = upload(xn), upload(yn), upload(np.full(n, np.nan, np.float32))
+    check(xa, xn, zeros, "jitkernel NumPy upload")
+    out += pair("jk.Array", xa, ya, za, jk.synchronize)
     return out
 
 
@@ -256,31 +281,34 @@ def peer_torch(n):
 
 
 def _cuda_core():
+    """cuda.core's names (the package or its older .experimental home) and its legacy default stream."""
     try:
-        from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
-    except ImportError:
+        import cuda.core as cc
+    except ImportError as e:
+        raise Skip(f"cuda.core not installed ({e})")
+    if not hasattr(cc, "launch"):  # cuda.core < 0.3 kept everything in cuda.core.experimental
         try:
-            from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+            import cuda.core.experimental as cc
         except ImportError as e:
-            raise Skip(f"cuda.core not installed ({e})")
-    return Device, LaunchConfig, Program, ProgramOptions, launch
+            raise Skip(f"this cuda.core has no launch() ({e})")
+    dev = cc.Device()
+    dev.set_current()
+    # LEGACY_DEFAULT_STREAM: cuda.core >= 0.6; before that Device.default_stream is the same stream (unless
+    # CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set, which the event timer then declines).
+    stream = getattr(cc, "LEGACY_DEFAULT_STREAM", None) or dev.default_stream
+    return cc, dev, stream
 
 
 def peer_cudacore(n):
-    Device, LaunchConfig, Program, ProgramOptions, launch = _cuda_core()
-    import cuda.core
+    cc, dev, s = _cuda_core()
     cp, x, y = _cupy_inputs(n)  # buffers from CuPy, as in peers.py
-    dev = Device()
-    dev.set_current()
-    s = getattr(dev, "default_stream", None) or dev.create_stream()
-    ker = Program(RAW_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+    ker = cc.Program(RAW_SRC, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
         "cubin").get_kernel("raw_add")
-    z = cp.empty_like(x)
-    z.fill(float("nan"))
+    z = cp.full_like(x, float("nan"))
     cp.cuda.Device().synchronize()
-    cfg = LaunchConfig(grid=(n + 255) // 256, block=min(n, 256))
+    cfg = cc.LaunchConfig(grid=(n + 255) // 256, block=min(n, 256))
     args = (np.uint64(x.data.ptr), np.uint64(y.data.ptr), np.int32(n), np.uint64(z.data.ptr))
-    f = lambda: launch(s, cfg, ker, *args)
+    f = lambda: cc.launch(s, cfg, ker, *args)
     f()
     s.sync()
     check(z, x, y, "cuda.core launch")
@@ -288,8 +316,8 @@ def peer_cudacore(n):
         handle = int(s.handle)
     except (AttributeError, TypeError, ValueError):
         handle = None  # no event timing for this variant
-    return [variant("cuda.core launch, outputs given", f, s.sync, handle,
-                    getattr(cuda.core, "__version__", "?"))]
+    ver = getattr(cc, "__version__", None) or getattr(sys.modules.get("cuda.core"), "__version__", "?")
+    return [variant("cuda.core launch, outputs given", f, s.sync, handle, ver)]
 
 
 def peer_triton(n):
@@ -321,33 +349,57 @@ def peer_triton(n):
     return [variant("triton, outputs given", pre, s, 0, v), variant("triton, output allocated", alloc, s, 0, v)]
 
 
+def numpy_mismatch(lib, error):
+    """A skip reason when the error text ``error`` shows ``lib`` calling a NumPy function that the installed NumPy
+    no longer has (numba on a NumPy newer than it supports: 'module 'numpy' has no attribute 'row_stack''), else
+    None. Used for the launch table and for the fresh-process first calls alike."""
+    if "module 'numpy' has no attribute" not in error:
+        return None
+    try:
+        from importlib.metadata import version
+        ver = version(lib)
+    except Exception:  # the reason matters, not the version
+        ver = "(version unknown)"
+    return f"{lib} {ver} does not work with the installed NumPy {np.__version__} ({error})"
+
+
 def peer_numba(n):
     try:
         import numba
         from numba import cuda
     except ImportError as e:
         raise Skip(f"numba not installed ({e})")
-    if not cuda.is_available():
-        raise Skip("numba sees no CUDA device")
+    try:
+        if not cuda.is_available():
+            raise Skip("numba sees no CUDA device")
 
-    @cuda.jit
-    def nadd(a, b, c):
-        i = cuda.grid(1)
-        if i < c.size:
-            c[i] = a[i] + b[i]
+        @cuda.jit
+        def nadd(a, b, c):
+            i = cuda.grid(1)
+            if i < c.size:
+                c[i] = a[i] + b[i]
 
-    rng = np.random.default_rng(n)
-    xh, yh = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    x, y, z = cuda.to_device(xh), cuda.to_device(yh), cuda.device_array(n, np.float32)
-    blocks, threads = (n + 255) // 256, min(n, 256)
-    f = lambda: nadd[blocks, threads](x, y, z)
-    f()
-    cuda.synchronize()
+        rng = np.random.default_rng(n)
+        xh, yh = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        x, y, z = cuda.to_device(xh), cuda.to_device(yh), cuda.device_array(n, np.float32)
+        blocks, threads = (n + 255) // 256, min(n, 256)
+        f = lambda: nadd[blocks, threads](x, y, z)
+        f()  # compiles
+        cuda.synchronize()
+    except AttributeError as e:
+        reason = numpy_mismatch("numba", f"{type(e).__name__}: {e}")
+        if reason is None:
+            raise
+        raise Skip(reason) from None
     check(z.copy_to_host(), xh, yh, "numba")
     return [variant("numba.cuda, outputs given", f, cuda.synchronize, 0, numba.__version__)]
 
 
 def peer_mlx(n):
+    """MLX is lazy: a call only records the kernel. Each timed call is therefore followed by mx.async_eval,
+    which launches it without waiting (the output is dropped and its buffer recycled, as with the eager peers);
+    synchronize is mx.synchronize(); rt is mx.eval + mx.synchronize per call. MLX launches on its own stream:
+    no event timing."""
     try:
         import mlx.core as mx
     except ImportError as e:
@@ -356,23 +408,20 @@ def peer_mlx(n):
         raise Skip("this mlx build has no cuda_kernel")
     k = mx.fast.cuda_kernel(name="bench_add", input_names=["a", "b", "n"], output_names=["c"], source=JK_BODY)
     a, b = mx.random.normal(shape=(n,)), mx.random.normal(shape=(n,))
-    mx.eval(a, b)
-    f = lambda: k(inputs=[a, b, n], grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
-                  output_dtypes=[a.dtype])[0]
-    o = f()
-    mx.eval(o)
-    check(np.array(o), np.array(a), np.array(b), "mlx")
-    pending = []
-
-    def call():  # MLX is lazy: keep the outputs and evaluate them at the synchronize
-        pending.append(f())
-
-    def sync():
-        mx.eval(pending)
-        pending.clear()
-        mx.synchronize()
-    return [variant("mlx cuda_kernel, output allocated", call, sync, None, mx.__version__,
-                    "lazy graph: evaluated at the synchronize; no event timing")]
+    n_array = mx.array(n, dtype=mx.int32)
+    mx.eval(a, b, n_array)
+    kw = dict(grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape], output_dtypes=[a.dtype])
+    out = []
+    for label, scalar in (("", n), (", n as a ready mx.array", n_array)):
+        f = lambda scalar=scalar: k(inputs=[a, b, scalar], **kw)[0]
+        o = f()
+        mx.eval(o)
+        check(np.array(o), np.array(a), np.array(b), "mlx" + label)
+        out.append(variant(f"mlx cuda_kernel, output allocated{label}", lambda f=f: mx.async_eval(f()),
+                           mx.synchronize, None, mx.__version__,
+                           "each call + mx.async_eval; rt: mx.eval + mx.synchronize; no event timing",
+                           rt=lambda f=f: (mx.eval(f()), mx.synchronize())))
+    return out
 
 
 PEERS = {"jitkernel": peer_jitkernel, "cupy": peer_cupy, "torch": peer_torch, "cudacore": peer_cudacore,
@@ -380,50 +429,84 @@ PEERS = {"jitkernel": peer_jitkernel, "cupy": peer_cupy, "torch": peer_torch, "c
 
 
 # --- first calls in fresh processes -------------------------------------------------------------------
+# Each script below runs as a file of its own (Triton reads a kernel's source from its file) in a fresh
+# process; it imports the kernel texts and helpers from this module, sets the dict r, and the epilogue prints it.
 
-COLD_PRELUDE = ("import json, sys, time\nN = 4096\nRAW_SRC = %r\nJK_BODY = %r\n"
-                "SUB = lambda src: src.replace('a[i] + b[i]', 'a[i] - b[i]')  # a different kernel\n"
-                % (RAW_SRC, JK_BODY))
+N_COLD = 4096  # elements in the first-call runs
+
+
+def other_kernel(src):
+    """A second, different kernel from the same text: a - b instead of a + b, exp(-x) instead of exp(x)."""
+    return src.replace("a[i] + b[i]", "a[i] - b[i]").replace("exp(tmp)", "exp(-tmp)")
+
+
+def expect(ok, what):
+    """Fails a first-call run whose kernel gave a wrong result (after its clock stopped)."""
+    if not ok:
+        raise AssertionError(f"{what}: wrong result")
+
+
+COLD_PRELUDE = f"""import json, sys, time
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from bench_launch import N_COLD as N, RAW_SRC, JK_BODY, CG_BODY, other_kernel, expect
+"""
+COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
+_JK_CG = "jitkernel, seed-003 exp (cooperative_groups)"
+_MLX_CG = "mlx, seed-003 exp (cooperative_groups)"
+# row of the first-call table: (peer that --peers selects it by, modules it needs, script)
 COLD = {
-    "jitkernel": """
+    "jitkernel": ("jitkernel", ("jitkernel", "torch"), """
 import torch, jitkernel as jk
-x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize()
-def first(name, body):
+x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize(); jk.cuda_available()
+def first(name, body, want):
     t = time.perf_counter()
     k = jk.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
     c = k(inputs=[x, y, N], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(N, 1, 1),
           threadgroup=(256, 1, 1))[0]
     torch.cuda.synchronize()
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first("bench_add", JK_BODY), "second_kernel_ms": first("bench_sub", SUB(JK_BODY)),
-     "note": "no on-disk cache yet: disk-warm = cold"}
-""",
-    "cupy": """
+    ms = (time.perf_counter() - t) * 1e3
+    expect(torch.allclose(c, want()), name)
+    return ms
+r = {"first_call_ms": first("bench_add", JK_BODY, lambda: x + y),
+     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y)}
+"""),
+    "cupy": ("cupy", ("cupy",), """
 import numpy as np, cupy as cp
-x = cp.ones(N, dtype=cp.float32); z = cp.empty_like(x); cp.cuda.Device().synchronize()
-def first(src):
+h = np.arange(N, dtype=np.float32)
+x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
+def first(src, want):
     t = time.perf_counter()
     k = cp.RawKernel(src, "raw_add"); k((N // 256,), (256,), (x, x, np.int32(N), z)); cp.cuda.Device().synchronize()
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first(RAW_SRC), "second_kernel_ms": first(SUB(RAW_SRC))}
-""",
-    "cudacore": """
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(cp.asnumpy(z), want), "cupy")
+    return ms
+r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
+"""),
+    "torch": ("torch", ("torch",), """
+import torch
+x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
+t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
+r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
+"""),
+    "cudacore": ("cudacore", ("cuda.core", "cupy"), """
 import numpy as np, cupy as cp
-try:
-    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
-except ImportError:
-    from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
-dev = Device(); dev.set_current(); s = getattr(dev, "default_stream", None) or dev.create_stream()
-x = cp.ones(N, dtype=cp.float32); z = cp.empty_like(x); cp.cuda.Device().synchronize()
-def first(src):
+from bench_launch import _cuda_core
+cc, dev, s = _cuda_core()  # the launch table's stream: the legacy default stream
+h = np.arange(N, dtype=np.float32)
+x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
+def first(src, want):
     t = time.perf_counter()
-    ker = Program(src, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel("raw_add")
-    launch(s, LaunchConfig(grid=N // 256, block=256), ker, np.uint64(x.data.ptr), np.uint64(x.data.ptr), np.int32(N), np.uint64(z.data.ptr))
+    ker = cc.Program(src, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin").get_kernel("raw_add")
+    cc.launch(s, cc.LaunchConfig(grid=N // 256, block=256), ker, np.uint64(x.data.ptr), np.uint64(x.data.ptr),
+              np.int32(N), np.uint64(z.data.ptr))
     s.sync()
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first(RAW_SRC), "second_kernel_ms": first(SUB(RAW_SRC))}
-""",
-    "triton": """
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(cp.asnumpy(z), want), "cuda.core")
+    return ms
+r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
+"""),
+    "triton": ("triton", ("triton", "torch"), """
 import torch, triton, triton.language as tl
 x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
 @triton.jit
@@ -434,16 +517,19 @@ def tadd(A, B, C, n, BLOCK: tl.constexpr):
 def tsub(A, B, C, n, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
     tl.store(C + o, tl.load(A + o, mask=m) - tl.load(B + o, mask=m), mask=m)
-def first(kern):
+def first(kern, want):
     t = time.perf_counter()
     kern[(N // 1024,)](x, x, z, N, BLOCK=1024); torch.cuda.synchronize()
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first(tadd), "second_kernel_ms": first(tsub)}
-""",
-    "numba": """
+    ms = (time.perf_counter() - t) * 1e3
+    expect(torch.allclose(z, want()), kern.__name__)
+    return ms
+r = {"first_call_ms": first(tadd, lambda: x + x), "second_kernel_ms": first(tsub, lambda: x - x)}
+"""),
+    "numba": ("numba", ("numba.cuda",), """
 import numpy as np
 from numba import cuda
-x = cuda.to_device(np.ones(N, np.float32)); z = cuda.device_array(N, np.float32); cuda.synchronize()
+h = np.arange(N, dtype=np.float32)
+x = cuda.to_device(h); z = cuda.device_array(N, np.float32); cuda.synchronize()
 @cuda.jit
 def nadd(a, b, c):
     i = cuda.grid(1)
@@ -452,62 +538,120 @@ def nadd(a, b, c):
 def nsub(a, b, c):
     i = cuda.grid(1)
     if i < c.size: c[i] = a[i] - b[i]
-def first(kern):
+def first(kern, want):
     t = time.perf_counter()
     kern[N // 256, 256](x, x, z); cuda.synchronize()
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first(nadd), "second_kernel_ms": first(nsub)}
-""",
-    "torch": """
-import torch
-x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
-t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
-r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
-""",
-    "mlx": """
-import mlx.core as mx
-a = mx.ones((N,)); mx.eval(a)
-def first(name, body):
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(z.copy_to_host(), want), "numba")
+    return ms
+r = {"first_call_ms": first(nadd, h + h), "second_kernel_ms": first(nsub, h - h)}
+"""),
+    "mlx": ("mlx", ("mlx.core",), """
+import numpy as np, mlx.core as mx
+rng = np.random.default_rng(0)
+a, b = (mx.array(rng.standard_normal(N).astype(np.float32)) for _ in range(2)); mx.eval(a, b)  # copies only
+def first(name, body, want):
     t = time.perf_counter()
     k = mx.fast.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
-    mx.eval(k(inputs=[a, a, N], grid=(N, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape], output_dtypes=[a.dtype])[0])
-    return (time.perf_counter() - t) * 1e3
-r = {"first_call_ms": first("bench_add", JK_BODY), "second_kernel_ms": first("bench_sub", SUB(JK_BODY))}
-""",
+    c = k(inputs=[a, b, N], grid=(N, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
+          output_dtypes=[a.dtype])[0]
+    mx.eval(c)
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(np.array(c), want(np.array(a), np.array(b))), name)
+    return ms
+r = {"first_call_ms": first("bench_add", JK_BODY, lambda p, q: p + q),
+     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda p, q: p - q),
+     "note": "MLX puts <cooperative_groups.h> in every kernel"}
+"""),
+    # MLX's documentation kernel through both; the note says whether jitkernel needed the real header.
+    _JK_CG: ("jitkernel", ("jitkernel", "torch"), """
+import re, torch, jitkernel as jk
+x = torch.randn(N, device="cuda"); torch.cuda.synchronize(); jk.cuda_available()
+sig = dict(inputs=[x], output_dtypes=[x.dtype], template=[("T", jk.float32)])
+def first(name, body, want):
+    t = time.perf_counter()
+    k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+    o = k(**sig, output_shapes=[x.shape], grid=(N, 1, 1), threadgroup=(256, 1, 1))[0]
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(torch.allclose(o, want(), rtol=1e-5, atol=1e-6), name)
+    return ms, k.source(**sig)
+ms, src = first("seed_exp", CG_BODY, lambda: torch.exp(x))
+real = re.search(r"^[ \\t]*#[ \\t]*include[ \\t]*<cooperative_groups\\.h>", src, re.M) is not None
+r = {"first_call_ms": ms, "second_kernel_ms": first("seed_exp_neg", other_kernel(CG_BODY), lambda: torch.exp(-x))[0],
+     "note": "the generated source includes <cooperative_groups.h>" if real else
+             "the generated source defines the cooperative_groups subset it uses (no <cooperative_groups.h>)"}
+"""),
+    _MLX_CG: ("mlx", ("mlx.core",), """
+import numpy as np, mlx.core as mx
+a = mx.array(np.random.default_rng(0).standard_normal(N).astype(np.float32)); mx.eval(a)  # a copy only
+def first(name, body, want):
+    t = time.perf_counter()
+    k = mx.fast.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+    o = k(inputs=[a], template=[("T", mx.float32)], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+          output_shapes=[a.shape], output_dtypes=[a.dtype])[0]
+    mx.eval(o)
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(np.array(o), want(np.array(a)), rtol=1e-5, atol=1e-6), name)
+    return ms
+r = {"first_call_ms": first("seed_exp", CG_BODY, np.exp),
+     "second_kernel_ms": first("seed_exp_neg", other_kernel(CG_BODY), lambda v: np.exp(-v)),
+     "note": "MLX puts <cooperative_groups.h> in every kernel"}
+"""),
 }
-COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
-COLD_NEEDS = {"jitkernel": ("jitkernel", "torch"), "cupy": ("cupy",), "cudacore": ("cuda.core", "cupy"),
-              "triton": ("triton", "torch"), "numba": ("numba.cuda",), "torch": ("torch",), "mlx": ("mlx.core",)}
 
 
-def cold_start(peer, timeout):
-    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
+def _missing_module(modules):
+    """Why one of ``modules`` cannot be used here (not installed, or its import fails), or None."""
     import importlib.util
-    for mod in COLD_NEEDS[peer]:
+    for mod in modules:
         try:
-            found = importlib.util.find_spec(mod) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            return {"skipped": f"{mod} not installed"}
+            if importlib.util.find_spec(mod) is None:
+                return f"{mod} not installed"
+        except ModuleNotFoundError:  # a parent package is missing
+            return f"{mod} not installed"
+        except Exception as e:  # importing the parent package failed
+            return f"{mod} cannot be imported ({type(e).__name__}: {e})"
+    return None
+
+
+def _run_cold(path, env, timeout):
+    """One fresh process running the script at ``path``: its r dict, or {"error": last line of stderr}."""
+    try:
+        p = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    if p.returncode == 0 and lines:
+        return json.loads(lines[-1][len("RESULT "):])
+    return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
+
+
+def cold_start(row, timeout):
+    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
+    peer, needs, script = COLD[row]
+    missing = _missing_module(needs)
+    if missing:
+        return {"skipped": missing}
     d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
-    env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(d, "cupy"), TRITON_CACHE_DIR=os.path.join(d, "triton"),
-               NUMBA_CACHE_DIR=os.path.join(d, "numba"), CUDA_CACHE_PATH=os.path.join(d, "nv"),
-               JITKERNEL_CACHE_DIR=os.path.join(d, "jitkernel"), XDG_CACHE_HOME=os.path.join(d, "xdg"))
-    code = COLD_PRELUDE + COLD[peer] + COLD_EPILOGUE
-    out = {}
-    for label in ("cold", "diskwarm"):
-        try:
-            p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                               timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out[label] = {"error": f"timed out after {timeout} s"}
-            continue
-        lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-        if p.returncode == 0 and lines:
-            out[label] = json.loads(lines[-1][len("RESULT "):])
-        else:
-            out[label] = {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
+    caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", "NUMBA_CACHE_DIR": "numba",
+              "CUDA_CACHE_PATH": "nv", "JITKERNEL_CACHE_DIR": "jitkernel", "XDG_CACHE_HOME": "xdg"}
+    env = dict(os.environ, **{k: os.path.join(d, v) for k, v in caches.items()})
+    path = os.path.join(d, f"first_call_{peer}.py")
+    with open(path, "w") as f:
+        f.write(COLD_PRELUDE + script + COLD_EPILOGUE)
+    out = {"cold": _run_cold(path, env, timeout)}
+    reason = numpy_mismatch(peer, out["cold"].get("error", ""))
+    if reason:
+        return {"skipped": reason}
+    notes = [out["cold"].get("note", "")]
+    if peer == "jitkernel" and "error" not in out["cold"]:
+        jk_cache = env["JITKERNEL_CACHE_DIR"]
+        if not any(files for _, _, files in os.walk(jk_cache)):
+            notes.append("in-memory compile cache only (nothing was written to JITKERNEL_CACHE_DIR): the "
+                         "disk-warm process compiles again, so disk-warm = cold")
+    out["diskwarm"] = _run_cold(path, env, timeout)
+    out["note"] = "; ".join(n for n in notes if n)
     return out
 
 

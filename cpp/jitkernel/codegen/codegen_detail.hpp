@@ -1,6 +1,7 @@
 // Private pieces of the CUDA code generator, shared by its .cpp files (each
 // does one thing): scanning user code for identifiers, checking names,
-// choosing and writing the preamble, naming the entry point. Not a contract:
+// choosing cooperative groups' header or light definitions, choosing and
+// writing the preamble, naming the entry point. Not a contract:
 // other parts of jitkernel use cuda_signature.hpp only.
 #pragma once
 
@@ -65,23 +66,52 @@ void check_template_names(const std::vector<std::string>& template_names,
                           const std::vector<std::string>& output_names,
                           const SourceScan& scan);
 
+// ---- cooperative_groups.cpp -------------------------------------------------
+// Whether the user code mentions cooperative groups at all
+// (`cooperative_groups` or `cg::`).
+bool uses_cooperative_groups(const SourceScan& scan);
+
+// True when jitkernel's light definitions (cooperative_groups_shim) cover
+// every use: cooperative groups reached only as `cooperative_groups::` /
+// `cg::` + this_grid, this_thread_block, grid_group, thread_block, sync,
+// thread_rank, group_size; members only those the light types have; none of
+// the API's other names anywhere (tiled_partition, reduce, is_valid, ...); no
+// grid-wide sync (`sync` together with this_grid / grid_group); no #include
+// lines, no `cuda::` / `nv::`, no macros of the real header. Otherwise the
+// real <cooperative_groups.h> is included.
+bool cooperative_groups_shim_suffices(const SourceScan& scan);
+
+// `namespace cooperative_groups { ... }` with grid_group / thread_block and
+// this_grid() / this_thread_block() (ends with a newline).
+std::string_view cooperative_groups_shim();
+
 // ---- preamble.cpp ----------------------------------------------------------
 // Headers the generated file needs, decided from the dtypes in the signature
 // and what the user code mentions. Heavy headers only when used.
+enum class CooperativeGroups : unsigned char {
+  None,    // not used
+  Shim,    // jitkernel's light definitions (+ `namespace cg`)
+  Header,  // <cooperative_groups.h> (+ `namespace cg`)
+};
 struct Features {
-  bool fp16 = false;                // cuda_fp16.h
-  bool bf16 = false;                // cuda_bf16.h (includes cuda_fp16.h)
-  bool complex = false;             // cuComplex.h
-  bool cooperative_groups = false;  // cooperative_groups.h + `namespace cg`
-  bool cuda_std = false;            // a few light cuda/std headers (user writes `cuda::`)
-  bool user_includes = false;       // user code has #include lines of its own
-  bool needs_cccl() const { return cooperative_groups || cuda_std || user_includes; }
+  bool fp16 = false;     // cuda_fp16.h
+  bool bf16 = false;     // cuda_bf16.h (includes cuda_fp16.h)
+  bool complex = false;  // cuComplex.h
+  CooperativeGroups cooperative_groups = CooperativeGroups::None;
+  bool cuda_std = false;       // a few light cuda/std headers (user writes `cuda::`)
+  bool user_includes = false;  // user code has #include lines of its own
+  bool needs_cccl() const {
+    return cooperative_groups == CooperativeGroups::Header || cuda_std || user_includes;
+  }
 };
 Features detect_features(const SourceScan& scan, const std::vector<DType>& dtypes);
 
 // The text before the user's header: includes, fixed-width integer types,
-// WARP_SIZE / MAX_NDIM, and the jitkernel helpers (Shape, Strides, inf,
-// elem_to_loc). Ends with a newline.
+// the cooperative groups shim when chosen, WARP_SIZE / MAX_NDIM, and the
+// jitkernel helpers (Shape, Strides, inf, elem_to_loc). The generated
+// definitions sit between `#pragma nv_diagnostic push` / `pop` that silence
+// "declared but never referenced" (177) for them only (when NVRTC supports
+// these pragmas). Ends with a newline.
 std::string preamble_text(const Features& features);
 
 // ---- entry_name.cpp --------------------------------------------------------

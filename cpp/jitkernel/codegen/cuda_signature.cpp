@@ -9,8 +9,8 @@
 //   #line <n> "NAME.cu"                          back to generated line numbers
 //   extern "C" __global__ void NAME_<hash>(      parameters, one per line
 //       const float* inp, ..., float* out) {
-//     constexpr int N = 3; using T = float;      template arguments
-//     const float* s = &s__value;                scalars (passed by value)
+//     [[maybe_unused]] constexpr int N = 3;      template arguments (using T = float;)
+//     [[maybe_unused]] const float* s = &s__value;   scalars (passed by value)
 //   #line 1 "source"
 //   <source>                                     user body
 //   }
@@ -60,11 +60,12 @@ std::string template_line(const TemplateArg& arg) {
   switch (arg.kind) {
     case TemplateArg::Kind::Int: {
       bool fits_int = arg.int_value >= INT32_MIN && arg.int_value <= INT32_MAX;
-      return std::string("  constexpr ") + (fits_int ? "int " : "long long ") + arg.name +
-             " = " + int_literal(arg.int_value) + ";\n";
+      return std::string("  [[maybe_unused]] constexpr ") + (fits_int ? "int " : "long long ") +
+             arg.name + " = " + int_literal(arg.int_value) + ";\n";
     }
     case TemplateArg::Kind::Bool:
-      return "  constexpr bool " + arg.name + " = " + (arg.int_value ? "true" : "false") + ";\n";
+      return "  [[maybe_unused]] constexpr bool " + arg.name + " = " +
+             (arg.int_value ? "true" : "false") + ";\n";
     case TemplateArg::Kind::DType:
       return "  using " + arg.name + " = " + cuda_type(arg.dtype) + ";\n";
   }
@@ -139,10 +140,10 @@ GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSigna
     if (in.is_scalar) {
       // By value; `name` points at the parameter so name[0] works as in MLX.
       add_param(ParamKind::InputScalar, idx, "const __grid_constant__ " + type + " " + name + "__value");
-      prologue += "  const " + type + "* " + name + " = &" + name + "__value;\n";
-      if (use.shape) prologue += "  const jitkernel::Shape " + name + "_shape = {};\n";
-      if (use.strides) prologue += "  const jitkernel::Strides " + name + "_strides = {};\n";
-      if (use.ndim) prologue += "  constexpr int " + name + "_ndim = 0;\n";
+      prologue += "  [[maybe_unused]] const " + type + "* " + name + " = &" + name + "__value;\n";
+      if (use.shape) prologue += "  [[maybe_unused]] const jitkernel::Shape " + name + "_shape = {};\n";
+      if (use.strides) prologue += "  [[maybe_unused]] const jitkernel::Strides " + name + "_strides = {};\n";
+      if (use.ndim) prologue += "  [[maybe_unused]] constexpr int " + name + "_ndim = 0;\n";
       continue;
     }
     add_param(ParamKind::InputPointer, idx, "const " + type + "* " + name);

@@ -4,7 +4,9 @@
 // sources expect: fixed-width integer types, WARP_SIZE, MAX_NDIM, Shape /
 // Strides (with .data() and []), inf and elem_to_loc. Heavy headers
 // (cooperative_groups, CCCL's cuda::std) cost seconds in NVRTC and are
-// included only when the user code names them.
+// included only when the user code names them; cooperative groups used only
+// through this_grid() / this_thread_block() get light definitions instead
+// (cooperative_groups.cpp).
 #include <string>
 
 #include "jitkernel/codegen/codegen_detail.hpp"
@@ -143,7 +145,10 @@ Features detect_features(const SourceScan& scan, const std::vector<DType>& dtype
     f.bf16 = f.bf16 || mentions_bf16(id);
     f.complex = f.complex || mentions_complex(id);
   }
-  f.cooperative_groups = scan.has("cooperative_groups") || scan.qualifies("cg");
+  if (uses_cooperative_groups(scan)) {
+    f.cooperative_groups = cooperative_groups_shim_suffices(scan) ? CooperativeGroups::Shim
+                                                                  : CooperativeGroups::Header;
+  }
   f.cuda_std = scan.qualifies("cuda");
   f.user_includes = !scan.includes.empty();
   return f;
@@ -162,14 +167,21 @@ std::string preamble_text(const Features& f) {
   if (f.cuda_std) {
     for (const char* h : kCudaStdHeaders) include(h);
   }
-  if (f.cooperative_groups) {
-    include("cooperative_groups.h");
+  if (f.cooperative_groups == CooperativeGroups::Header) include("cooperative_groups.h");
+  // Our own definitions: no "declared but never referenced" warnings for
+  // what a kernel does not use (user code after the pop is checked as usual).
+  // (NVRTC defines __NVCC_DIAG_PRAGMA_SUPPORT__ when it knows these pragmas.)
+  out += "#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__\n#pragma nv_diagnostic push\n"
+         "#pragma nv_diag_suppress 177\n#endif\n";
+  if (f.cooperative_groups == CooperativeGroups::Shim) out += cooperative_groups_shim();
+  if (f.cooperative_groups != CooperativeGroups::None) {
     out += "namespace cg = cooperative_groups;\n";
   }
   std::string helpers = kHelpers;
   const std::string marker = "@MAX_NDIM@";
   helpers.replace(helpers.find(marker), marker.size(), std::to_string(kMaxNdim));
   out += helpers;
+  out += "#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__\n#pragma nv_diagnostic pop\n#endif\n";
   return out;
 }
 

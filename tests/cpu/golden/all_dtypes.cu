@@ -13,6 +13,10 @@ using uintptr_t = unsigned long long;
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cuComplex.h>
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 177
+#endif
 #define WARP_SIZE 32
 #define MAX_NDIM 8
 
@@ -55,7 +59,10 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
 }
 }  // namespace jitkernel
 using namespace jitkernel;
-extern "C" __global__ void all_dtypes_d51f294e870feb91(
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic pop
+#endif
+extern "C" __global__ void all_dtypes_14efd0700b5532e6(
     const bool* x0,
     const int8_t* x1,
     const int16_t* x2,

@@ -10,7 +10,87 @@ using uint32_t = unsigned int;
 using uint64_t = unsigned long long;
 using intptr_t = signed long long;
 using uintptr_t = unsigned long long;
-#include <cooperative_groups.h>
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 177
+#endif
+// Cooperative groups: jitkernel's definitions of the part of the CUDA API this
+// kernel uses (this_grid, this_thread_block), in place of <cooperative_groups.h>.
+namespace cooperative_groups {
+class thread_block;
+class grid_group;
+__device__ thread_block this_thread_block();
+__device__ grid_group this_grid();
+
+// The threads of the calling thread's block; ranks run x fastest, then y, z.
+class thread_block {
+  friend __device__ thread_block this_thread_block();
+  __device__ thread_block() {}
+
+ public:
+  static __device__ __forceinline__ void sync() { __syncthreads(); }
+  static __device__ __forceinline__ unsigned int num_threads() {
+    return blockDim.x * blockDim.y * blockDim.z;
+  }
+  static __device__ __forceinline__ unsigned int size() { return num_threads(); }
+  static __device__ __forceinline__ unsigned int thread_rank() {
+    return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  }
+  static __device__ __forceinline__ dim3 group_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  static __device__ __forceinline__ dim3 thread_index() { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+  static __device__ __forceinline__ dim3 dim_threads() { return dim3(blockDim.x, blockDim.y, blockDim.z); }
+  static __device__ __forceinline__ dim3 group_dim() { return dim_threads(); }
+};
+
+// All threads of the launch: blocks ranked x fastest, then y, z; a thread's
+// rank is its block's rank times the block size plus its rank in the block.
+// (No grid-wide sync here: that needs a cooperative launch and the real header.)
+class grid_group {
+  friend __device__ grid_group this_grid();
+  __device__ grid_group() {}
+
+ public:
+  static __device__ __forceinline__ unsigned long long num_blocks() {
+    return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+  }
+  static __device__ __forceinline__ unsigned long long block_rank() {
+    return (static_cast<unsigned long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x +
+           blockIdx.x;
+  }
+  static __device__ __forceinline__ unsigned long long num_threads() {
+    return num_blocks() * thread_block::num_threads();
+  }
+  static __device__ __forceinline__ unsigned long long size() { return num_threads(); }
+  static __device__ __forceinline__ unsigned long long thread_rank() {
+    return block_rank() * thread_block::num_threads() + thread_block::thread_rank();
+  }
+  static __device__ __forceinline__ dim3 block_index() { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  static __device__ __forceinline__ dim3 dim_blocks() { return dim3(gridDim.x, gridDim.y, gridDim.z); }
+  static __device__ __forceinline__ dim3 group_dim() { return dim_blocks(); }
+  // In threads: the grid's extent and the calling thread's 3-D index in it.
+  static __device__ __forceinline__ dim3 dim_threads() {
+    return dim3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z);
+  }
+  static __device__ __forceinline__ dim3 thread_index() {
+    return dim3(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
+                blockIdx.z * blockDim.z + threadIdx.z);
+  }
+};
+
+__device__ __forceinline__ thread_block this_thread_block() { return thread_block(); }
+__device__ __forceinline__ grid_group this_grid() { return grid_group(); }
+
+template <class Group>
+__device__ __forceinline__ void sync(const Group& g) { g.sync(); }
+template <class Group>
+__device__ __forceinline__ auto thread_rank(const Group& g) -> decltype(g.thread_rank()) {
+  return g.thread_rank();
+}
+template <class Group>
+__device__ __forceinline__ auto group_size(const Group& g) -> decltype(g.num_threads()) {
+  return g.num_threads();
+}
+}  // namespace cooperative_groups
 namespace cg = cooperative_groups;
 #define WARP_SIZE 32
 #define MAX_NDIM 8
@@ -54,6 +134,9 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
 }
 }  // namespace jitkernel
 using namespace jitkernel;
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic pop
+#endif
 #line 1 "header"
 
             template <typename T>
@@ -61,8 +144,8 @@ using namespace jitkernel;
                 return exp(x);
             }
             
-#line 65 "helper.cu"
-extern "C" __global__ void helper_4f8e313aeab3e482(
+#line 148 "helper.cu"
+extern "C" __global__ void helper_e63cee782ddb59e2(
     const float* a,
     float* out1) {
 #line 1 "source"

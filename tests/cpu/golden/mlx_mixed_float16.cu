@@ -11,6 +11,10 @@ using uint64_t = unsigned long long;
 using intptr_t = signed long long;
 using uintptr_t = unsigned long long;
 #include <cuda_fp16.h>
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 177
+#endif
 #define WARP_SIZE 32
 #define MAX_NDIM 8
 
@@ -53,7 +57,10 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
 }
 }  // namespace jitkernel
 using namespace jitkernel;
-extern "C" __global__ void mixed_dtypes_021b2a55fa16d635(
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic pop
+#endif
+extern "C" __global__ void mixed_dtypes_5eb74945ee806f93(
     const __half* inp,
     __half* out) {
 #line 1 "source"

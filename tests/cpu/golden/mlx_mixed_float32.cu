@@ -10,6 +10,10 @@ using uint32_t = unsigned int;
 using uint64_t = unsigned long long;
 using intptr_t = signed long long;
 using uintptr_t = unsigned long long;
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 177
+#endif
 #define WARP_SIZE 32
 #define MAX_NDIM 8
 
@@ -52,7 +56,10 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
 }
 }  // namespace jitkernel
 using namespace jitkernel;
-extern "C" __global__ void mixed_dtypes_98722837db93de82(
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic pop
+#endif
+extern "C" __global__ void mixed_dtypes_ae97034dfe911eca(
     const float* inp,
     float* out) {
 #line 1 "source"

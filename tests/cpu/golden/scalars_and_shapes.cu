@@ -10,6 +10,10 @@ using uint32_t = unsigned int;
 using uint64_t = unsigned long long;
 using intptr_t = signed long long;
 using uintptr_t = unsigned long long;
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 177
+#endif
 #define WARP_SIZE 32
 #define MAX_NDIM 8
 
@@ -52,7 +56,10 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
 }
 }  // namespace jitkernel
 using namespace jitkernel;
-extern "C" __global__ void scalars_727f4afc3732744b(
+#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
+#pragma nv_diagnostic pop
+#endif
+extern "C" __global__ void scalars_c991bd25e4418d80(
     const float* z,
     const __grid_constant__ jitkernel::Shape z_shape,
     const int z_ndim,
@@ -61,16 +68,16 @@ extern "C" __global__ void scalars_727f4afc3732744b(
     const __grid_constant__ int64_t s_l__value,
     const __grid_constant__ float s_f__value,
     double* out) {
-  constexpr int N = -4;
-  constexpr long long BIG = 1099511627776LL;
-  constexpr bool B = false;
-  const bool* s_b = &s_b__value;
-  const int32_t* s_i = &s_i__value;
-  const int64_t* s_l = &s_l__value;
-  const float* s_f = &s_f__value;
-  const jitkernel::Shape s_f_shape = {};
-  const jitkernel::Strides s_f_strides = {};
-  constexpr int s_f_ndim = 0;
+  [[maybe_unused]] constexpr int N = -4;
+  [[maybe_unused]] constexpr long long BIG = 1099511627776LL;
+  [[maybe_unused]] constexpr bool B = false;
+  [[maybe_unused]] const bool* s_b = &s_b__value;
+  [[maybe_unused]] const int32_t* s_i = &s_i__value;
+  [[maybe_unused]] const int64_t* s_l = &s_l__value;
+  [[maybe_unused]] const float* s_f = &s_f__value;
+  [[maybe_unused]] const jitkernel::Shape s_f_shape = {};
+  [[maybe_unused]] const jitkernel::Strides s_f_strides = {};
+  [[maybe_unused]] constexpr int s_f_ndim = 0;
 #line 1 "source"
 
     out[0] = z[0] + s_b[0] + s_i[0] + s_l[0] + s_f[0];
