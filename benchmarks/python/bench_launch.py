@@ -53,13 +53,18 @@ CG_BODY = """
     out[elem] = exp(tmp);
 """
 BASELINES = ("cupy RawKernel, outputs given", "cuda.core launch, outputs given")
-# The driver's special stream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): cuda.core's default stream has
-# handle 1, which torch.cuda.ExternalStream misreads as a malformed internal stream id ("invalid StreamId1").
-STREAM_LEGACY, STREAM_PER_THREAD = 1, 2
+# The driver's CU_STREAM_LEGACY handle: cuda.core's default stream has it, and torch.cuda.ExternalStream(1)
+# takes the odd value for a malformed internal stream id ("RuntimeError: invalid StreamId1").
+STREAM_LEGACY = 1
 
 
 class Skip(Exception):
-    """A peer that cannot run here (not installed, no GPU support): reported, never fatal."""
+    """A peer or variant that cannot run here (not installed, no GPU support, a known-broken install): a
+    "skipped: why" row in the table, never fatal. ``name`` is the row's name (the peer's, when None)."""
+
+    def __init__(self, reason, name=None):
+        super().__init__(reason)
+        self.name = name
 
 
 # --- timing ---------------------------------------------------------------------------------------------
@@ -84,10 +89,8 @@ class EventTimer:
 
     def block_ms(self, stream, body):
         """Milliseconds for body() on stream ``stream`` (a CUstream handle), or None when it cannot be timed."""
-        if stream == STREAM_PER_THREAD:
-            return None  # neither torch nor CuPy can name another thread's per-thread stream
         if stream == STREAM_LEGACY:
-            stream = 0  # the same legacy default stream, under the name the frameworks know
+            stream = 0  # the same legacy default stream, under the name both frameworks accept
         if self.kind == "torch":
             t = self.torch
             s = t.cuda.ExternalStream(stream) if stream else t.cuda.default_stream()
@@ -205,25 +208,25 @@ def peer_jitkernel(n):
     out = []
 
     def pair(label, x, y, z, sync):
-        """'<label> in/out' (output allocated) and '<label>, outputs given' (written into z)."""
+        """'<label>, output allocated' (a new output each call) and '<label>, outputs given' (written into z)."""
         shapes, dtypes = [tuple(x.shape)], [x.dtype]
         f = lambda: k(inputs=[x, y, n], output_shapes=shapes, output_dtypes=dtypes, **geo)
         check(f()[0], x, y, f"jitkernel {label}")
         g = lambda: k(inputs=[x, y, n], outputs=[z], **geo)
         check(g()[0], x, y, f"jitkernel {label} outputs=")
-        return [variant(f"jitkernel, {label} in/out", f, sync, 0, ver),
+        return [variant(f"jitkernel, {label}, output allocated", f, sync, 0, ver),
                 variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver)]
 
     try:
         torch, x, y = _torch_inputs(n)
     except Skip as e:
-        out.append(Skip(f"jitkernel with torch: {e}"))
+        out.append(Skip(str(e), "jitkernel, torch"))
     else:  # on torch's current stream, the default one here
         out += pair("torch", x, y, torch.full_like(x, float("nan")), torch.cuda.synchronize)
     try:
         cp, xc, yc = _cupy_inputs(n)
     except Skip as e:
-        out.append(Skip(f"jitkernel with cupy: {e}"))
+        out.append(Skip(str(e), "jitkernel, cupy"))
     else:  # on CuPy's current stream, the null stream here
         out += pair("cupy", xc, yc, cp.full_like(xc, float("nan")), cp.cuda.Stream.null.synchronize)
     # jk.Array in and out, no framework: the inputs are kernel outputs made from NumPy arrays (a + 0), the
@@ -294,7 +297,7 @@ def _cuda_core():
     dev = cc.Device()
     dev.set_current()
     # LEGACY_DEFAULT_STREAM: cuda.core >= 0.6; before that Device.default_stream is the same stream (unless
-    # CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set, which the event timer then declines).
+    # CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set).
     stream = getattr(cc, "LEGACY_DEFAULT_STREAM", None) or dev.default_stream
     return cc, dev, stream
 
@@ -355,11 +358,13 @@ def numpy_mismatch(lib, error):
     None. Used for the launch table and for the fresh-process first calls alike."""
     if "module 'numpy' has no attribute" not in error:
         return None
-    try:
-        from importlib.metadata import version
-        ver = version(lib)
-    except Exception:  # the reason matters, not the version
-        ver = "(version unknown)"
+    ver = getattr(sys.modules.get(lib), "__version__", None)
+    if ver is None:
+        try:
+            from importlib.metadata import version
+            ver = version(lib)
+        except Exception:  # the reason matters, not the version
+            ver = "(version unknown)"
     return f"{lib} {ver} does not work with the installed NumPy {np.__version__} ({error})"
 
 
@@ -424,6 +429,9 @@ def peer_mlx(n):
     return out
 
 
+# Row names for a peer that is skipped as a whole.
+PEER_LABELS = {"jitkernel": "jitkernel", "cupy": "cupy", "torch": "torch", "cudacore": "cuda.core launch",
+               "triton": "triton", "numba": "numba.cuda", "mlx": "mlx cuda_kernel"}
 PEERS = {"jitkernel": peer_jitkernel, "cupy": peer_cupy, "torch": peer_torch, "cudacore": peer_cudacore,
          "triton": peer_triton, "numba": peer_numba, "mlx": peer_mlx}
 
@@ -488,7 +496,7 @@ x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchroni
 t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
 r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
 """),
-    "cudacore": ("cudacore", ("cuda.core", "cupy"), """
+    "cuda.core": ("cudacore", ("cuda.core", "cupy"), """
 import numpy as np, cupy as cp
 from bench_launch import _cuda_core
 cc, dev, s = _cuda_core()  # the launch table's stream: the legacy default stream
@@ -627,6 +635,23 @@ def _run_cold(path, env, timeout):
     return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
 
 
+def cuda_device_count():
+    """(number of CUDA devices, why none) from the driver itself through ctypes, so that the first-call rows
+    can be skipped on a machine without a GPU whatever frameworks are installed."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return 0, f"no CUDA driver ({e})"
+    count = ctypes.c_int(0)
+    rc = cuda.cuInit(0)
+    if rc == 0:
+        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
+    if rc != 0:
+        return 0, f"the CUDA driver reports no usable device (CUresult {rc})"
+    return count.value, "" if count.value else "the CUDA driver reports no device"
+
+
 def cold_start(row, timeout):
     """First call in a fresh process with empty caches, then again with the caches the first run filled."""
     peer, needs, script = COLD[row]
@@ -704,34 +729,39 @@ def markdown(res):
              "events on the launch stream; rt = call + synchronize each time. Ratios are wall over the "
              "baseline's wall at the same size, measured in this run.",
              ""]
+    notes = {}
     for n, rows in res["launch"].items():
         base = {b: rows.get(b, {}).get("wall_us") for b in BASELINES}
         lines += [f"## n = {n}", "",
                   "| variant | wall µs/call | event µs/call | rt µs | × CuPy RawKernel | × cuda.core | version |",
                   "|---|---:|---:|---:|---:|---:|---|"]
         for name, r in rows.items():
-            if "error" in r:
-                lines.append(f"| {name} | error: {r['error'][:120]} | | | | | |")
+            if "skipped" in r or "error" in r:
+                what = f"skipped: {r['skipped']}" if "skipped" in r else f"error: {r['error']}"
+                lines.append(f"| {name} | {what[:200]} | | | | | |")
                 continue
             ratios = [fmt(r["wall_us"] / b) if b else "–" for b in base.values()]
             lines.append(f"| {name} | {fmt(r['wall_us'])} | {fmt(r['event_us'])} | {fmt(r['rt_us'])} | "
                          f"{ratios[0]} | {ratios[1]} | {r.get('version', '')} |")
+            if r.get("note"):
+                notes.setdefault(name, r["note"])
         lines.append("")
+    if notes:
+        lines += ["Notes: " + "; ".join(f"*{name}*: {note}" for name, note in notes.items()), ""]
     if res.get("cold"):
         lines += ["## First call (compile + load + launch + synchronize), fresh process", "",
                   "| library | cold ms | second kernel, same process ms | disk-warm process ms | note |",
                   "|---|---:|---:|---:|---|"]
-        for peer, r in res["cold"].items():
+        for row, r in res["cold"].items():
             if "skipped" in r:
-                lines.append(f"| {peer} | skipped: {r['skipped']} | | | |")
+                lines.append(f"| {row} | skipped: {r['skipped'][:200]} | | | |")
                 continue
             c, w = r.get("cold", {}), r.get("diskwarm", {})
-            note = c.get("note") or c.get("error") or w.get("error") or ""
-            lines.append(f"| {peer} | {fmt(c.get('first_call_ms'), 1)} | {fmt(c.get('second_kernel_ms'), 1)} | "
-                         f"{fmt(w.get('first_call_ms'), 1)} | {note[:160]} |")
+            note = "; ".join(x for x in (r.get("note"), c.get("error") and f"cold: {c['error']}",
+                                         w.get("error") and f"disk-warm: {w['error']}") if x)
+            lines.append(f"| {row} | {fmt(c.get('first_call_ms'), 1)} | {fmt(c.get('second_kernel_ms'), 1)} | "
+                         f"{fmt(w.get('first_call_ms'), 1)} | {note[:300]} |")
         lines.append("")
-    if res["skipped"]:
-        lines += ["Skipped: " + "; ".join(res["skipped"]), ""]
     return "\n".join(lines)
 
 
@@ -776,21 +806,22 @@ def main(argv=None):
             try:
                 variants = PEERS[peer](n)
             except Skip as e:
-                if n == sizes[0]:
-                    res["skipped"].append(f"{peer}: {e}")
-                continue
+                variants = [e]
             except Exception as e:  # a broken peer is reported in the table; the others still run
                 rows[f"{peer} (setup)"] = {"error": f"{type(e).__name__}: {e}"}
                 failed |= peer == "jitkernel"
                 continue
             for v in variants:
                 if isinstance(v, Skip):
+                    name = v.name or PEER_LABELS[peer]
+                    rows[name] = {"skipped": str(v)}
                     if n == sizes[0]:
-                        res["skipped"].append(str(v))
+                        res["skipped"].append(f"{name}: {v}")
+                    print(f"n={n:<8} {name:<45} skipped: {v}", flush=True)
                     continue
                 try:
                     r = measure(v, args.iters, args.reps, timer)
-                    r.update(version=v["version"], note=v["note"])
+                    r["version"] = v["version"]
                 except Exception as e:
                     r = {"error": f"{type(e).__name__}: {e}"}
                     failed |= peer == "jitkernel"
@@ -800,10 +831,11 @@ def main(argv=None):
                     if "error" not in r else r["error"]), flush=True)
             save(res, args.out)
     if not args.no_cold:
-        for peer in peers:
-            if peer in COLD:
-                res["cold"][peer] = cold_start(peer, args.cold_timeout)
-                print(f"first call {peer}: {json.dumps(res['cold'][peer])}", flush=True)
+        devices, why = cuda_device_count()
+        for row, (peer, _, _) in COLD.items():
+            if peer in peers:
+                res["cold"][row] = cold_start(row, args.cold_timeout) if devices else {"skipped": why}
+                print(f"first call {row}: {json.dumps(res['cold'][row])}", flush=True)
                 save(res, args.out)
     md = save(res, args.out)
     print()
