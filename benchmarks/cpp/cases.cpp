@@ -3,9 +3,10 @@
 //   nvrtc/*     NVRTC compiles of generated kernels to an sm_90a cubin (no GPU needed)
 //   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
-//               same driver table. One sample = `batch` launches on the legacy default stream + a sync.
+//               same driver table. One sample = up to `batch` launches on the legacy default stream + a sync.
 #include "cases.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -281,6 +282,18 @@ std::string toolkit_summary() {
   std::string s = "NVRTC " + p.nvrtc_library;
   for (const auto& d : p.include_dirs) s += " -I" + d;
   return s;
+}
+
+double run_counted(const Case& c, std::int64_t n, double& spent) {
+  auto t0 = Clock::now();
+  double reported = c.run(n);
+  spent += seconds_since(t0);
+  return reported;
+}
+
+std::int64_t sample_size(const Case& c, double one_op_seconds) {
+  const double fit = kMaxSampleSeconds / std::max(one_op_seconds, 1e-9);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(static_cast<double>(c.batch), fit)));
 }
 
 Suite make_suite() {

@@ -32,4 +32,18 @@ Suite make_suite();
 // One line describing where NVRTC and the headers were taken from.
 std::string toolkit_summary();
 
+// Both harnesses bound each case: its whole wall time (warm-ups, calibration, every sample and
+// repetition) stops at a cap, --max-case-seconds, so one slow case cannot use up a benchmark run.
+constexpr double kDefaultMaxCaseSeconds = 15.0;
+// Longest wanted sample: a case whose single operation is slow gets fewer than `batch` per sample.
+constexpr double kMaxSampleSeconds = 0.05;
+
+// c.run(n), with its wall time measured here (not taken from the case) added to `spent`; returns
+// the seconds the case reported.
+double run_counted(const Case& c, std::int64_t n, double& spent);
+
+// Operations per sample: the case's batch, reduced so that one sample takes about kMaxSampleSeconds
+// when one operation (plus the final synchronize) took `one_op_seconds` in the warm-up; at least 1.
+std::int64_t sample_size(const Case& c, double one_op_seconds);
+
 }  // namespace jkbench
