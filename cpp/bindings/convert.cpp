@@ -262,7 +262,28 @@ struct PendingArray {
   int device;
 };
 
-std::uintptr_t framework_current_stream(Framework fw, int device) {
+// A strong reference to a Python object, as an opaque owner the core can hold
+// (DeviceBuffer::keep_alive). Released with the GIL taken, and not at all once
+// the interpreter is finalizing.
+std::shared_ptr<void> python_owner(nb::handle obj) {
+  PyObject* p = obj.ptr();
+  Py_INCREF(p);
+  return std::shared_ptr<void>(p, [](void* q) {
+#if PY_VERSION_HEX >= 0x030D0000
+    if (!Py_IsInitialized() || Py_IsFinalizing()) return;
+#else
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+#endif
+    PyGILState_STATE state = PyGILState_Ensure();
+    Py_DECREF(static_cast<PyObject*>(q));
+    PyGILState_Release(state);
+  });
+}
+
+// The framework's current stream on `device`. The getter gives an int handle
+// (torch: streams come from pools that are never destroyed) or a stream
+// object (CuPy): then its `.ptr`, and `*owner` keeps that object alive.
+std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner) {
   FrameworkCache& fc = framework_cache();
   const int i = static_cast<int>(fw);
   if (!fc.stream_getter_known[i]) {
@@ -270,7 +291,11 @@ std::uintptr_t framework_current_stream(Framework fw, int device) {
     fc.stream_getter_known[i] = true;
   }
   if (fc.stream_getter[i].is_none()) return 0;
-  return nb::cast<std::uintptr_t>(fc.stream_getter[i](device));
+  nb::object current = fc.stream_getter[i](device);
+  if (PyLong_Check(current.ptr())) return nb::cast<std::uintptr_t>(current);
+  std::uintptr_t handle = nb::cast<std::uintptr_t>(current.attr("ptr"));
+  *owner = std::move(current);
+  return handle;
 }
 
 nb::handle output_converter(Framework fw) {
@@ -711,14 +736,19 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
 
   // The launch stream.
   out.framework = framework;
+  nb::object stream_owner;  // a stream object that outputs allocated on it must keep alive
   if (explicit_stream) {
     args.launch.stream = *explicit_stream;
+    if (!PyLong_Check(in.stream.ptr())) stream_owner = nb::borrow(in.stream);
   } else if (framework == Framework::Torch || framework == Framework::CuPy) {
-    args.launch.stream = framework_current_stream(framework, framework_device);
+    args.launch.stream = framework_current_stream(framework, framework_device, &stream_owner);
     out.stream_is_framework_current = true;
   } else {
     args.launch.stream = 0;
   }
+  // Handles 0, 1 and 2 are default streams, which are never destroyed.
+  args.launch.stream_keepalive =
+      stream_owner.is_valid() && args.launch.stream > 2 ? python_owner(stream_owner) : nullptr;
   const std::uintptr_t stream = args.launch.stream;
   out.stream = stream;
   const bool torch_direct = out.stream_is_framework_current && framework == Framework::Torch;

@@ -42,7 +42,8 @@ def stream_handle(obj) -> int:
 
 
 def current_stream_getter(framework: str):
-    """A function ``device -> CUstream handle`` of the framework's current stream, or None (legacy default)."""
+    """A function ``device -> CUstream handle or stream object (with ``.ptr``)`` giving the framework's current
+    stream, or None (legacy default)."""
     if framework == "torch":
         torch = sys.modules["torch"]
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # a C function: no Stream object per call
@@ -52,12 +53,14 @@ def current_stream_getter(framework: str):
     if framework == "cupy":
         cupy = sys.modules["cupy"]
 
-        def cupy_current(device: int) -> int:
+        # The Stream object, not just its handle: outputs allocated on it keep it alive (a CuPy stream can be
+        # destroyed while arrays allocated on it live on).
+        def cupy_current(device: int):
             try:
-                return cupy.cuda.get_current_stream(device).ptr
+                return cupy.cuda.get_current_stream(device)
             except TypeError:  # CuPy < 12: no device argument
                 with cupy.cuda.Device(device):
-                    return cupy.cuda.get_current_stream().ptr
+                    return cupy.cuda.get_current_stream()
 
         return cupy_current
     return None

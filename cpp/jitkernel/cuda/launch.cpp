@@ -268,6 +268,8 @@ PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
       prepared.outputs.push_back(OwnedArray{nullptr, args.provided_outputs[i]});
     } else {
       prepared.outputs.push_back(allocate_array(device, args.output_dtypes[i], args.output_shapes[i], stream));
+      if (launch.stream_keepalive && prepared.outputs.back().buffer)
+        prepared.outputs.back().buffer->keep_alive(launch.stream_keepalive);
     }
     if (args.init_value) fill(prepared.outputs.back().view, *args.init_value, stream);
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,6 +26,10 @@ struct LaunchConfig {
   Dim3 threadgroup;  // threads per block (clamped to grid per dimension)
   int shared_memory = 0;
   std::uintptr_t stream = 0;  // CUstream handle; 0 = legacy default stream
+  // Owner of `stream` (e.g. the Python stream object), attached to every
+  // output allocated on it so the stream outlives the outputs' stream-ordered
+  // free. Empty when the stream needs no owner (default streams, raw handles).
+  std::shared_ptr<void> stream_keepalive;
 };
 
 // Arguments of one call, common to both kernel kinds.

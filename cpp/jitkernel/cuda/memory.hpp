@@ -26,6 +26,11 @@ class DeviceBuffer {
   std::size_t nbytes() const { return nbytes_; }
   CUstream stream() const { return stream_; }
 
+  // Keeps `owner` (opaque to the core; the bindings pass the Python stream
+  // object the buffer was allocated on) alive until after the buffer has been
+  // freed on its stream, so the stream cannot be destroyed first.
+  void keep_alive(std::shared_ptr<void> owner) { keepalive_ = std::move(owner); }
+
  private:
   DeviceBuffer(int device, CUdeviceptr ptr, std::size_t nbytes, CUstream stream)
       : device_(device), ptr_(ptr), nbytes_(nbytes), stream_(stream) {}
@@ -33,6 +38,7 @@ class DeviceBuffer {
   CUdeviceptr ptr_;
   std::size_t nbytes_;
   CUstream stream_;
+  std::shared_ptr<void> keepalive_;  // released after the destructor's free
 };
 
 // An array backed by a DeviceBuffer (outputs, uploads, contiguous copies).
