@@ -1,5 +1,13 @@
 // The `_core.DType` class, its singletons and dtype-like conversion (see
 // dtypes.hpp). The table itself lives in core/dtype.cpp.
+//
+// DType is a plain CPython type (PyType_FromSpec), not a nanobind class: its
+// singletons are process-lifetime constants like None, held by this file for
+// good. Any Python structure may end up holding them, including ones that
+// outlive interpreter teardown (pytest's session survives it when the
+// hypothesis plugin and torch are both loaded, with parametrize values such
+// as jk.float32 inside); as nanobind instances they were then reported as
+// "nanobind: leaked instances" at exit although nothing here leaked.
 #include "dtypes.hpp"
 
 #include <stdexcept>
@@ -14,7 +22,8 @@ PyTypeObject* g_dtype_type = nullptr;
 
 namespace {
 
-PyObject* g_singletons[kNumDTypes] = {};  // borrowed; owned by the module's attributes
+// Strong references, never released: the singletons outlive every user.
+PyObject* g_singletons[kNumDTypes] = {};
 
 // Identity cache of foreign dtype-likes -> DType (strong references, bounded).
 constexpr std::size_t kMaxCached = 128;
@@ -29,42 +38,105 @@ void clear_identity_cache() {
   cache.clear();
 }
 
-std::string repr(const PyDType& d) { return std::string("jitkernel.") + dtype_name(d.value); }
+// ---- the DType type, slot by slot --------------------------------------------
+
+DType value_of(PyObject* self) { return reinterpret_cast<DTypeObject*>(self)->value; }
+
+PyObject* dtype_new(PyTypeObject*, PyObject*, PyObject*) {
+  PyErr_SetString(PyExc_TypeError,
+                  "jitkernel.DType cannot be instantiated: use jitkernel.float32 (and the other "
+                  "jitkernel dtypes) or jitkernel.dtype(x)");
+  return nullptr;
+}
+
+PyObject* dtype_repr(PyObject* self) {
+  return PyUnicode_FromFormat("jitkernel.%s", dtype_name(value_of(self)));
+}
+
+PyObject* dtype_str(PyObject* self) { return PyUnicode_FromString(dtype_name(value_of(self))); }
+
+Py_hash_t dtype_hash(PyObject* self) { return 0x6a6b00 + static_cast<int>(value_of(self)); }
+
+// Equal only to the same dtype; any other object compares unequal (a NumPy or
+// torch dtype is not a jitkernel dtype: convert with jitkernel.dtype first).
+PyObject* dtype_richcompare(PyObject* self, PyObject* other, int op) {
+  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+  const bool equal = Py_TYPE(other) == g_dtype_type && value_of(other) == value_of(self);
+  return PyBool_FromLong((op == Py_EQ) == equal);
+}
+
+PyObject* dtype_reduce(PyObject* self, PyObject*) {
+  // Unpickles to the same singleton through jitkernel.dtype(name).
+  PyObject* module = PyImport_ImportModule("jitkernel");
+  if (!module) return nullptr;
+  PyObject* fn = PyObject_GetAttrString(module, "dtype");
+  Py_DECREF(module);
+  if (!fn) return nullptr;
+  return Py_BuildValue("(N(s))", fn, dtype_name(value_of(self)));
+}
+
+PyObject* get_name(PyObject* self, void*) { return dtype_str(self); }
+PyObject* get_itemsize(PyObject* self, void*) {
+  return PyLong_FromSize_t(dtype_size(value_of(self)));
+}
+PyObject* get_cuda_type(PyObject* self, void*) {
+  return PyUnicode_FromString(dtype_info(value_of(self)).cuda_type);
+}
+PyObject* get_dlpack(PyObject* self, void*) {
+  const DTypeInfo& info = dtype_info(value_of(self));
+  return Py_BuildValue("(iii)", int(info.dlpack_code), int(info.dlpack_bits), 1);
+}
+
+PyGetSetDef g_getset[] = {
+    {"name", &get_name, nullptr, "Public name: 'float32', 'bfloat16', ...", nullptr},
+    {"itemsize", &get_itemsize, nullptr, "Bytes per element.", nullptr},
+    {"cuda_type", &get_cuda_type, nullptr,
+     "The type's spelling in generated CUDA ('__half', 'float', ...).", nullptr},
+    {"dlpack", &get_dlpack, nullptr, "(type code, bits, lanes) in DLPack.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMethodDef g_methods[] = {
+    {"__reduce__", &dtype_reduce, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+char g_doc[] =
+    "A jitkernel element type (jk.float32, jk.bfloat16, ...). "
+    "`jk.dtype(x)` converts NumPy/PyTorch/JAX dtypes and names to one.";
+
+PyType_Slot g_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(&dtype_new)},
+    {Py_tp_repr, reinterpret_cast<void*>(&dtype_repr)},
+    {Py_tp_str, reinterpret_cast<void*>(&dtype_str)},
+    {Py_tp_hash, reinterpret_cast<void*>(&dtype_hash)},
+    {Py_tp_richcompare, reinterpret_cast<void*>(&dtype_richcompare)},
+    {Py_tp_getset, g_getset},
+    {Py_tp_methods, g_methods},
+    {Py_tp_doc, g_doc},
+    {0, nullptr},
+};
+
+// Not subclassable (no Py_TPFLAGS_BASETYPE): the hot path checks the exact type.
+PyType_Spec g_spec = {"jitkernel._core.DType", sizeof(DTypeObject), 0, Py_TPFLAGS_DEFAULT, g_slots};
 
 void bind(nb::module_& m) {
-  auto cls = nb::class_<PyDType>(m, "DType", nb::is_final(),
-                      "A jitkernel element type (jk.float32, jk.bfloat16, ...). "
-                      "`jk.dtype(x)` converts NumPy/PyTorch/JAX dtypes and names to one.")
-      .def_prop_ro("name", [](const PyDType& d) { return dtype_name(d.value); },
-                   "Public name: 'float32', 'bfloat16', ...")
-      .def_prop_ro("itemsize", [](const PyDType& d) { return dtype_size(d.value); },
-                   "Bytes per element.")
-      .def_prop_ro("cuda_type", [](const PyDType& d) { return dtype_info(d.value).cuda_type; },
-                   "The type's spelling in generated CUDA ('__half', 'float', ...).")
-      .def_prop_ro("dlpack",
-                   [](const PyDType& d) {
-                     const DTypeInfo& info = dtype_info(d.value);
-                     return nb::make_tuple(info.dlpack_code, info.dlpack_bits, 1);
-                   },
-                   "(type code, bits, lanes) in DLPack.")
-      .def("__repr__", &repr)
-      .def("__str__", [](const PyDType& d) { return dtype_name(d.value); })
-      .def("__eq__", [](const PyDType& a, const PyDType& b) { return a.value == b.value; })
-      .def("__eq__", [](const PyDType&, nb::handle) { return false; })
-      .def("__ne__", [](const PyDType& a, const PyDType& b) { return a.value != b.value; })
-      .def("__ne__", [](const PyDType&, nb::handle) { return true; })
-      .def("__hash__", [](const PyDType& d) { return 0x6a6b00 + static_cast<int>(d.value); })
-      .def("__reduce__", [](const PyDType& d) {
-        return nb::make_tuple(nb::module_::import_("jitkernel").attr("dtype"),
-                              nb::make_tuple(dtype_name(d.value)));
-      });
-
-  g_dtype_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (g_dtype_type == nullptr) {  // once per process, even if the module is imported again
+    PyObject* type = PyType_FromSpec(&g_spec);
+    if (!type) throw nb::python_error();
+    g_dtype_type = reinterpret_cast<PyTypeObject*>(type);  // this reference is never released
+    for (int i = 0; i < kNumDTypes; ++i) {
+      PyObject* obj = g_dtype_type->tp_alloc(g_dtype_type, 0);
+      if (!obj) throw nb::python_error();
+      reinterpret_cast<DTypeObject*>(obj)->value = static_cast<DType>(i);
+      g_singletons[i] = obj;  // nor are these
+    }
+  }
+  m.attr("DType") = nb::handle(reinterpret_cast<PyObject*>(g_dtype_type));
   nb::list all;
   for (int i = 0; i < kNumDTypes; ++i) {
     DType d = static_cast<DType>(i);
-    nb::object obj = nb::cast(PyDType{d});
-    g_singletons[i] = obj.ptr();
+    nb::handle obj = g_singletons[i];
     std::string attr = dtype_name(d);
     if (attr == "bool") attr = "bool_";  // `bool` would shadow the builtin
     m.attr(attr.c_str()) = obj;
@@ -87,15 +159,14 @@ const Registration reg(order::dtypes, "dtypes", bind);
 nb::handle dtype_object(DType dtype) { return g_singletons[static_cast<int>(dtype)]; }
 
 DType dtype_arg(nb::handle obj, const char* argument, const ItemRef& where) {
-  if (is_jk_dtype(obj)) return nb::inst_ptr<PyDType>(obj)->value;
+  if (is_jk_dtype(obj)) return value_of(obj.ptr());
   for (const auto& entry : identity_cache())
     if (entry.first == obj.ptr()) return entry.second;
-  DType d;
   nb::object result =
       hook(hooks().normalize_dtype, "normalize_dtype")(obj, argument, where.str());
-  if (!nb::isinstance<PyDType>(result))
+  if (!is_jk_dtype(result))
     throw std::runtime_error("jitkernel: _dtypes._normalize returned a non-dtype");
-  d = nb::inst_ptr<PyDType>(result)->value;
+  const DType d = value_of(result.ptr());
   auto& cache = identity_cache();
   if (cache.size() < kMaxCached) {
     Py_INCREF(obj.ptr());

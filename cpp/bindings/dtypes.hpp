@@ -10,8 +10,10 @@
 
 namespace jk::py {
 
-// The Python object of a jitkernel dtype.
-struct PyDType {
+// The Python object of a jitkernel dtype (a plain CPython type, not a
+// nanobind class: see dtypes.cpp).
+struct DTypeObject {
+  PyObject_HEAD
   DType value;
 };
 
@@ -19,7 +21,7 @@ struct PyDType {
 extern PyTypeObject* g_dtype_type;
 inline bool is_jk_dtype(nb::handle h) { return Py_TYPE(h.ptr()) == g_dtype_type; }
 
-// The singleton Python object for `dtype` (borrowed: the module keeps it alive).
+// The singleton Python object for `dtype` (borrowed: it lives as long as the process).
 nb::handle dtype_object(DType dtype);
 
 // Converts a dtype-like object. Jitkernel dtypes are read directly; anything

@@ -1,9 +1,12 @@
 // The Python hooks of hooks.hpp, their installation and the exit-time cache
-// clearing.
+// clearing; and the core's blocking-section hooks (core/blocking.hpp), which
+// release the GIL while the core compiles or loads code on a slow path.
 #include "hooks.hpp"
 
 #include <string>
 #include <vector>
+
+#include "jitkernel/core/blocking.hpp"
 
 namespace jk::py {
 namespace {
@@ -38,7 +41,15 @@ void clear_caches() {
   g_toolkit_configured = false;
 }
 
+// Releases the GIL when the calling thread holds it (a section opened on a
+// thread without it, or nested in one, does nothing).
+void* release_gil() { return PyGILState_Check() ? PyEval_SaveThread() : nullptr; }
+void reacquire_gil(void* state) {
+  if (state != nullptr) PyEval_RestoreThread(static_cast<PyThreadState*>(state));
+}
+
 void bind(nb::module_& m) {
+  set_blocking_hooks(BlockingHooks{&release_gil, &reacquire_gil});
   m.def("_install_hooks", &install_hooks, "Installs the package's Python helpers (internal).");
   m.def("_clear_caches", &clear_caches,
         "Drops every Python object the extension caches (run at interpreter exit).");

@@ -221,7 +221,11 @@ void bind(nb::module_& m) {
              check_arch(arch, t);
              CallSignature sig = signature(self, inputs, output_dtypes, tmpl);
              ensure_toolkit();
-             std::string binary = self.kernel.compile(sig, arch, t);
+             std::string binary;
+             {
+               nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
+               binary = self.kernel.compile(sig, arch, t);
+             }
              return nb::bytes(binary.data(), binary.size());
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(), "arch"_a,
@@ -247,7 +251,11 @@ void bind(nb::module_& m) {
         cuda::CompileTarget t = target_arg(target);
         check_arch(arch, t);
         ensure_toolkit();
-        std::string binary = cuda::compile_source(source, name, arch, t);
+        std::string binary;
+        {
+          nb::gil_scoped_release unlocked;
+          binary = cuda::compile_source(source, name, arch, t);
+        }
         return nb::bytes(binary.data(), binary.size());
       },
       "source"_a, "arch"_a, "target"_a, "name"_a,

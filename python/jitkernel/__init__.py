@@ -44,6 +44,7 @@ from ._dtypes import (
 )
 from ._arrays import Array
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
+from ._precompiled import precompiled_cuda_kernel
 from ._toolkit import toolkit_info
 
 __version__: str = getattr(_core, "__version__", "0.0.0")
@@ -97,22 +98,11 @@ def _install() -> None:
 
 _install()
 
-# precompiled_cuda_kernel lives in its own module (another engineer's): until that file exists the package
-# still imports. Once python/jitkernel/_precompiled.py is in, this can be a plain import.
 __all__ = [
-    "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda",
+    "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",
     "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",
     "CudaError", "KernelFaultError",
 ]
-
-try:
-    from ._precompiled import precompiled_cuda_kernel
-
-    __all__.append("precompiled_cuda_kernel")
-except ModuleNotFoundError as _e:
-    if _e.name != f"{__name__}._precompiled":
-        raise
-    del _e

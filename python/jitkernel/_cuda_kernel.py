@@ -116,6 +116,9 @@ class CudaKernel:
         """Runs the kernel; returns the outputs as a list in output_names order (a dict in the dict form).
 
         ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
+        ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
+        ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
+        a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
         """
         impl = self._impl
         if impl is not None:  # names known: the C++ call checks everything, and declines dicts

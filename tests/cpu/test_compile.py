@@ -148,3 +148,51 @@ def test_source_needs_no_toolkit_and_differs_per_signature():
     assert f32 != f16 and "const __half* inp" in f16 and "const float* inp" in f32
     assert k.entry_name(inputs=[np.zeros(1, np.float32)], output_dtypes=[jk.float32]) != \
         k.entry_name(inputs=[np.zeros(1, np.float16)], output_dtypes=[jk.float32])
+
+
+# --------------------------------------------------------------------------- threads
+
+def test_concurrent_compiles_give_the_sequential_cubins():
+    # NVRTC runs without the GIL, so compiles from several threads overlap; each must still get its own,
+    # correct cubin (the same bytes a compile on its own gives: NVRTC output is deterministic).
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [CASES[name] for name in ("float16", "bfloat16", "complex64", "scalars")]
+    jobs += jobs[:2]  # the same signature compiled twice at once
+    expected = [k.compile(**sig, arch=ARCH) for k, sig in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        got = list(pool.map(lambda job: job[0].compile(**job[1], arch=ARCH), jobs))
+    assert got == expected
+    for (k, sig), data in zip(jobs, got):
+        assert_cubin(data, k.entry_name(**sig))
+
+
+def test_compiling_releases_the_gil():
+    # While one thread compiles, this thread keeps running: the longest pause between two of its loop turns
+    # stays far below the compile time (with the GIL held through NVRTC it would be the whole compile).
+    import threading
+    import time
+
+    k = kernel("gil_free", ["inp"], """
+        auto elem = cooperative_groups::this_grid().thread_rank();
+        out[elem] = exp(inp[elem]);
+    """)
+    sig = dict(inputs=[np.zeros(4, np.float32)], output_dtypes=[jk.float32])
+    expected = k.compile(**sig)  # loads NVRTC and warms the header cache first
+    result = {}
+
+    def compile_in_thread():
+        start = time.perf_counter()
+        result["cubin"] = k.compile(**sig)
+        result["seconds"] = time.perf_counter() - start
+
+    worker = threading.Thread(target=compile_in_thread)
+    last = time.perf_counter()
+    longest_pause = 0.0
+    worker.start()
+    while worker.is_alive():
+        now = time.perf_counter()
+        longest_pause, last = max(longest_pause, now - last), now
+    worker.join()
+    assert result["cubin"] == expected
+    assert longest_pause < 0.5 * result["seconds"], (longest_pause, result["seconds"])

@@ -61,8 +61,8 @@ def test_extension_links_no_cuda_library():
     assert not linked, f"{_core.__file__} links {linked}; CUDA libraries must be dlopen'ed at run time"
 
 
-def run_python(code: str, **env_overrides) -> dict:
-    """Runs `code` in a fresh interpreter that imports this jitkernel; returns the JSON it prints last."""
+def python_process(code: str, **env_overrides) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter that imports this jitkernel; asserts it exits 0."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     for key, value in env_overrides.items():
@@ -73,7 +73,12 @@ def run_python(code: str, **env_overrides) -> dict:
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return proc
+
+
+def run_python(code: str, **env_overrides) -> dict:
+    """Runs `code` in a fresh interpreter that imports this jitkernel; returns the JSON it prints last."""
+    return json.loads(python_process(code, **env_overrides).stdout.strip().splitlines()[-1])
 
 
 def test_import_loads_no_cuda_and_no_framework():
@@ -233,3 +238,38 @@ def test_torch_dtypes_when_torch_is_installed():
         assert jk.dtype(getattr(torch, name)).name == name
     with pytest.raises(jk.ArgumentError, match="PyTorch dtype torch.complex128"):
         jk.dtype(torch.complex128)
+
+
+def test_no_leak_report_at_exit_when_dtypes_outlive_teardown():
+    # nanobind reports its instances still alive at exit as leaks. The dtype singletons are process-lifetime
+    # constants that other libraries may hold past interpreter teardown (pytest's session does, with parametrize
+    # values like jk.float32, when the hypothesis plugin and torch are both loaded), so they are plain CPython
+    # objects: a reference nobody ever drops, conversions from NumPy / ml_dtypes / names, a compile and a
+    # jk.Array must leave nothing for that report.
+    proc = python_process("""
+        import ctypes
+        import ml_dtypes, numpy as np
+        import jitkernel as jk
+        for x in (np.float16, np.dtype("int64"), ml_dtypes.bfloat16, "float32", "half", jk.complex64):
+            jk.dtype(x)
+        k = jk.cuda_kernel("leak_probe", ["inp"], ["out"], "out[0] = inp[0];")
+        k.compile(inputs=[np.zeros(2, ml_dtypes.bfloat16)], output_dtypes=[np.float32], template=[("T", jk.int8)])
+        memory = (ctypes.c_float * 6)()
+        keep = jk._core._array_view_for_tests(ctypes.addressof(memory), [2, 3], jk.float32, 0, 0)
+        assert keep.dtype is jk.float32
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(jk.float16))  # held by "some other library", forever
+        print("done")
+    """)
+    assert proc.stdout.strip() == "done"
+    assert "leaked" not in proc.stderr, proc.stderr
+
+
+def test_dtype_objects_are_final_singletons():
+    with pytest.raises(TypeError, match="cannot be instantiated"):
+        jk.DType()
+    with pytest.raises(TypeError):
+        type("Sub", (jk.DType,), {})
+    assert jk.dtype("float32") is jk.float32 and jk.float32 == jk.float32 and jk.float32 != jk.float16
+    assert jk.float32 != "float32" and jk.float32 != np.float32
+    assert {jk.float32: 1}[jk.dtype(np.float32)] == 1
+    assert type(jk.float32).__module__ == "jitkernel._core" and repr(jk.bfloat16) == "jitkernel.bfloat16"

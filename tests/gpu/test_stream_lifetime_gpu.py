@@ -69,6 +69,23 @@ del s; gc.collect()
 assert float(out.numpy().sum()) == N            # reads after the stream object was dropped
 del out; gc.collect()
 """),
+    "stream_reference_held_while_outputs_live": ("cupy", """
+import cupy as cp
+x = cp.zeros(N, cp.float32)
+s = cp.cuda.Stream(non_blocking=True)
+before = sys.getrefcount(s)
+a = call(x, stream=s)                           # one reference per call, however many outputs
+assert sys.getrefcount(s) == before + 1, (before, sys.getrefcount(s))
+b = call(x, stream=s)
+assert sys.getrefcount(s) == before + 2, (before, sys.getrefcount(s))
+del a; gc.collect()
+assert sys.getrefcount(s) == before + 1, (before, sys.getrefcount(s))
+del b; gc.collect()
+assert sys.getrefcount(s) == before, (before, sys.getrefcount(s))
+c = call(x, stream=int(s.ptr))                  # raw handles: the caller keeps the stream alive
+assert sys.getrefcount(s) == before
+del c; s.synchronize()
+"""),
 }
 
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
 #include "jitkernel/cuda/device.hpp"
@@ -165,8 +166,16 @@ struct CudaKernel::Impl {
     if (device >= 0 && device < kPlanDevices) {
       if (CUfunction f = plan.functions[device].load(std::memory_order_acquire)) return f;
     }
-    auto cubin = compile_kernel_cached(plan.kernel, device_info(device).arch);
-    CUfunction f = get_function(load_module(device, *cubin), plan.kernel.entry_name);
+    // First use on this device: compile (or find the cubin) and load it with
+    // the caller's runtime stepped aside (the GIL released). Two threads may
+    // both get here for one plan: both compile, the binary cache and the module
+    // cache keep one result, and both store the same function.
+    CUfunction f = nullptr;
+    {
+      BlockingSection unlocked;
+      auto cubin = compile_kernel_cached(plan.kernel, device_info(device).arch);
+      f = get_function(load_module(device, *cubin), plan.kernel.entry_name);
+    }
     if (device >= 0 && device < kPlanDevices) plan.functions[device].store(f, std::memory_order_release);
     return f;
   }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
 #include "jitkernel/cuda/binary_image.hpp"
@@ -164,6 +165,7 @@ const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
   }
   CUmodule module;
   try {
+    BlockingSection unlocked;  // loading (PTX: JIT-compiling) can take long; no lock is held here
     module = load_module(device, call.compiled_source);
   } catch (const KernelFault&) {
     throw;
