@@ -66,6 +66,7 @@ struct FrameworkCache {
   bool stream_getter_known[kNumFrameworks] = {};
   nb::object converter[kNumFrameworks];
   bool converter_known[kNumFrameworks] = {};
+  nb::object torch_capsule_converter;  // DLPack capsule -> torch.Tensor
   nb::object torch_strided;
 };
 
@@ -308,6 +309,17 @@ nb::handle output_converter(Framework fw) {
   return fc.converter[i];
 }
 
+// torch's importer for a bare capsule (torch._C._from_dlpack when present):
+// torch.from_dlpack first probes the capsule for __dlpack__, a failed
+// attribute lookup that costs more than the import itself.
+nb::handle torch_capsule_converter() {
+  FrameworkCache& fc = framework_cache();
+  if (!fc.torch_capsule_converter.is_valid())
+    fc.torch_capsule_converter =
+        hook(hooks().output_converter, "output_converter")("torch_capsule");
+  return fc.torch_capsule_converter;
+}
+
 // Classification of one array argument (input or `outputs=` entry) that is not
 // a scalar: host arrays are converted at once; device arrays are recorded in
 // `pending` for import once the stream is known. Returns the framework of a
@@ -340,6 +352,12 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       return Framework::None;
     }
     case Kind::TorchTensor:
+      // data_ptr() and DLPack (even torch's __dlpack__) both drop the lazy
+      // negation of a view like z.conj().imag: its raw memory holds -values.
+      if (PyObject_IsTrue(nb::object(item.attr("is_neg")()).ptr()) == 1)
+        throw ArgumentError(argument, where.prefix() + "the tensor has its negative bit set (a "
+                                                       "lazily negated view such as "
+                                                       "z.conj().imag); call .resolve_neg() first");
       if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
         pending.push_back({index, item, &info, nb::cast<int>(item.attr("get_device")())});
         return Framework::Torch;
@@ -810,6 +828,7 @@ nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCa
   // needed, skipping the protocol's round trips). Otherwise the framework
   // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
   const bool capsule_direct = fw == Framework::Torch && call.stream_is_framework_current;
+  if (converter_valid && capsule_direct) converter = torch_capsule_converter();
   for (auto& r : results) {
     if (converter_valid && capsule_direct) {
       out.append(converter(export_capsule(r, false)));

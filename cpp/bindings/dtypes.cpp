@@ -118,7 +118,12 @@ PyType_Slot g_slots[] = {
 };
 
 // Not subclassable (no Py_TPFLAGS_BASETYPE): the hot path checks the exact type.
-PyType_Spec g_spec = {"jitkernel._core.DType", sizeof(DTypeObject), 0, Py_TPFLAGS_DEFAULT, g_slots};
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+constexpr unsigned int kTypeFlags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE;  // Python >= 3.10
+#else
+constexpr unsigned int kTypeFlags = Py_TPFLAGS_DEFAULT;
+#endif
+PyType_Spec g_spec = {"jitkernel._core.DType", sizeof(DTypeObject), 0, kTypeFlags, g_slots};
 
 void bind(nb::module_& m) {
   if (g_dtype_type == nullptr) {  // once per process, even if the module is imported again

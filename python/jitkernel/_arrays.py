@@ -39,8 +39,12 @@ def classify_type(tp: type) -> tuple[str, str]:
 
 
 def output_converter(framework: str):
-    """The function that turns a jk.Array (or a DLPack capsule, for torch) into the framework's array, or None
-    to return jk.Array itself."""
+    """The function that turns a jk.Array into the framework's array (for "torch_capsule": a DLPack capsule into a
+    torch.Tensor), or None to return jk.Array itself."""
+    if framework == "torch_capsule":  # a bare DLPack capsule (torch on its current stream)
+        torch = sys.modules["torch"]
+        # torch.from_dlpack(capsule) only adds a failed __dlpack__ lookup before calling this.
+        return getattr(torch._C, "_from_dlpack", None) or torch.from_dlpack
     if framework == "torch":
         return sys.modules["torch"].from_dlpack
     if framework == "cupy":
