@@ -132,15 +132,7 @@ void convert(const PyCudaKernel& self, cuda::KernelCall& call, ConvertedCall& co
              nb::handle threadgroup, nb::handle tmpl, nb::handle init_value, nb::handle stream,
              nb::handle outputs) {
   call.template_args = template_args(tmpl);
-  CallInputs in;
-  in.inputs = inputs;
-  in.output_shapes = output_shapes;
-  in.output_dtypes = output_dtypes;
-  in.grid = grid;
-  in.threadgroup = threadgroup;
-  in.init_value = init_value;
-  in.stream = stream;
-  in.outputs = outputs;
+  CallInputs in{inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs};
   in.input_names = &self.input_names;
   in.output_names = &self.output_names;
   in.widen_int_scalars = true;

@@ -50,15 +50,7 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
   pc.compiled_source.assign(compiled_source.c_str(), compiled_source.size());
   pc.scalars = scalars_arg(scalars);
 
-  CallInputs in;
-  in.inputs = inputs;
-  in.output_shapes = output_shapes;
-  in.output_dtypes = output_dtypes;
-  in.grid = grid;
-  in.threadgroup = threadgroup;
-  in.init_value = init_value;
-  in.stream = stream;
-  in.outputs = outputs;
+  CallInputs in{inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs};
   in.widen_int_scalars = false;  // fixed C parameter types: a Python int is an int32
   ConvertedCall conv;
   convert_call(in, pc.args, conv);
