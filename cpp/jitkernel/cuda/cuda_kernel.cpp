@@ -244,10 +244,10 @@ std::vector<OwnedArray> CudaKernel::operator()(const KernelCall& call) {
   const int device = validate_call(call.args, launch);
   DeviceGuard guard(device);
   CUfunction function = Impl::function_for(*plan, device);
-  PreparedCall prepared = prepare_call(call.args, launch, impl.spec.ensure_row_contiguous);
+  PreparedCall prepared = prepare_call(call.args, launch, impl.spec.ensure_row_contiguous, device);
   ParamPack pack;
   pack_params(plan->kernel, prepared, pack);
-  launch_function(function, plan->kernel.entry_name.c_str(), launch, prepared.device, pack.pointers());
+  launch_function(function, plan->kernel.entry_name.c_str(), prepared, launch.shared_memory, pack.pointers());
   return std::move(prepared.outputs);
 }
 

@@ -225,10 +225,6 @@ void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, 
 
 }  // namespace
 
-PreparedCall prepare_call(const CallArguments& args) {
-  return prepare_call(args, args.launch, args.ensure_row_contiguous);
-}
-
 int validate_call(const CallArguments& args, const LaunchConfig& launch) {
   validate_config(launch);
   validate_outputs(args);
@@ -236,14 +232,13 @@ int validate_call(const CallArguments& args, const LaunchConfig& launch) {
 }
 
 PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
-                          bool ensure_row_contiguous) {
-  const int device = validate_call(args, launch);
+                          bool ensure_row_contiguous, int device) {
   CUstream stream = reinterpret_cast<CUstream>(launch.stream);
-  launch_geometry(launch, device);  // device limits, before any work is enqueued
+  PreparedCall prepared;
+  prepared.geometry = launch_geometry(launch, device);  // device limits, before any work is enqueued
   DeviceGuard guard(device);
   check_stream_device(stream, device);
 
-  PreparedCall prepared;
   prepared.device = device;
   prepared.stream = stream;
   prepared.inputs.reserve(args.inputs.size());
@@ -317,12 +312,12 @@ LaunchGeometry launch_geometry(const LaunchConfig& config, int device) {
   return g;
 }
 
-void launch_function(CUfunction function, const char* kernel_name, const LaunchConfig& config,
-                     int device, void** params) {
-  const LaunchGeometry g = launch_geometry(config, device);
+void launch_function(CUfunction function, const char* kernel_name, const PreparedCall& prepared,
+                     int shared_memory, void** params) {
+  const LaunchGeometry& g = prepared.geometry;
   const DriverApi& api = driver();
-  DeviceGuard guard(device);
-  ensure_dynamic_shared_memory(function, kernel_name, config.shared_memory, device);
+  DeviceGuard guard(prepared.device);
+  ensure_dynamic_shared_memory(function, kernel_name, shared_memory, prepared.device);
   CUlaunchConfig launch{};
   launch.gridDimX = g.grid[0];
   launch.gridDimY = g.grid[1];
@@ -330,8 +325,8 @@ void launch_function(CUfunction function, const char* kernel_name, const LaunchC
   launch.blockDimX = g.block[0];
   launch.blockDimY = g.block[1];
   launch.blockDimZ = g.block[2];
-  launch.sharedMemBytes = static_cast<unsigned>(config.shared_memory);
-  launch.hStream = reinterpret_cast<CUstream>(config.stream);
+  launch.sharedMemBytes = static_cast<unsigned>(shared_memory);
+  launch.hStream = prepared.stream;
   launch.attrs = nullptr;
   launch.numAttrs = 0;
   CUresult r = api.cuLaunchKernelEx(&launch, function, params, nullptr);

@@ -43,12 +43,20 @@ struct CallArguments {
   LaunchConfig launch;
 };
 
-// Inputs on the device, outputs ready to be written. Temporaries (uploads,
-// contiguous copies) are freed stream-ordered when this is destroyed, which
-// is safe right after the launch has been enqueued.
+// Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
+// blocks = ceil(grid / block).
+struct LaunchGeometry {
+  unsigned grid[3];
+  unsigned block[3];
+};
+
+// Inputs on the device, outputs ready to be written, and the launch geometry.
+// Temporaries (uploads, contiguous copies) are freed stream-ordered when this
+// is destroyed, which is safe right after the launch has been enqueued.
 struct PreparedCall {
   int device = 0;
   CUstream stream = nullptr;
+  LaunchGeometry geometry{};
   std::vector<KernelInput> inputs;   // arrays now on `device`
   std::vector<OwnedArray> outputs;   // allocated, or provided (buffer null)
   std::vector<OwnedArray> temporaries;
@@ -62,28 +70,24 @@ struct PreparedCall {
 // side effects (init_value fills of outputs=).
 int validate_call(const CallArguments& args, const LaunchConfig& launch);
 
-// Validates counts/shapes/dtypes/devices (ArgumentError naming the argument),
-// uploads/copies inputs, allocates or checks outputs, fills init_value.
-PreparedCall prepare_call(const CallArguments& args);
-// The same with `launch` and `ensure_row_contiguous` in place of args.launch /
-// args.ensure_row_contiguous (cuda_kernel takes them partly from its spec).
+// For a call validate_call accepted (`device` is what it returned): checks
+// the launch geometry against the device's limits, then uploads/copies
+// inputs, allocates or checks outputs, fills init_value. `launch` and
+// `ensure_row_contiguous` stand in for args.launch / args.ensure_row_contiguous
+// (cuda_kernel takes them partly from its spec).
 PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
-                          bool ensure_row_contiguous);
+                          bool ensure_row_contiguous, int device);
 
-// Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
-// blocks = ceil(grid / block). Throws ArgumentError("grid"/"threadgroup"/
-// "shared_memory") against the device's limits.
-struct LaunchGeometry {
-  unsigned grid[3];
-  unsigned block[3];
-};
+// The launch geometry of `config` on `device`. Throws ArgumentError("grid"/
+// "threadgroup"/"shared_memory") against the device's limits.
 LaunchGeometry launch_geometry(const LaunchConfig& config, int device);
 
 // Sets the function's max dynamic shared memory when needed (remembered per
 // function and only ever raised, so a concurrent launch with a larger amount
-// never sees it lowered under it) and launches. `kernel_name` is used in
-// error messages and fault reports.
-void launch_function(CUfunction function, const char* kernel_name, const LaunchConfig& config,
-                     int device, void** params);
+// never sees it lowered under it) and launches with the prepared call's
+// device, stream and geometry. `kernel_name` is used in error messages and
+// fault reports.
+void launch_function(CUfunction function, const char* kernel_name, const PreparedCall& prepared,
+                     int shared_memory, void** params);
 
 }  // namespace jk::cuda

@@ -237,7 +237,7 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   std::shared_ptr<const BinaryImage> image = validate_binary(call, key);
   const Function& f = resolve(call, *image, key, device);
   if (f.driver_params) check_params(*f.driver_params, param_check(call));
-  PreparedCall prepared = prepare_call(*args);
+  PreparedCall prepared = prepare_call(*args, args->launch, args->ensure_row_contiguous, device);
 
   // Pack: input pointers, output pointers, then each scalar's bytes.
   ParamPack pack;
@@ -247,7 +247,7 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
     const std::size_t size = dtype_size(s.dtype);
     pack.add_bytes(s.bytes, size, size);
   }
-  launch_function(f.function, call.name.c_str(), args->launch, prepared.device, pack.pointers());
+  launch_function(f.function, call.name.c_str(), prepared, args->launch.shared_memory, pack.pointers());
   return std::move(prepared.outputs);
 }
 
