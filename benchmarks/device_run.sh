@@ -3,13 +3,13 @@
 # demo, the C++ benchmarks and the Python launch benchmark, then write $OUT/summary.md. Run from the
 # repository root with $OUT set (default ./.device_out):
 #
-#   bash benchmarks/device_run.sh                 # every step: info build tests demo cpp bench
+#   bash benchmarks/device_run.sh                 # every step: info build tests demo cpp bench first
 #   bash benchmarks/device_run.sh tests bench     # only these steps (after an earlier build in the same machine)
 #
 # Each step has a time limit and the run keeps going after a failing step; the whole run stays inside
 # JK_BUDGET_S seconds (default 480) so the summary is always written. JK_COMMIT names the commit when the
-# tree has no .git. Files in $OUT (8 at most, none in subfolders): summary.md build.log pytest.log junit.xml
-# demo.log cpp_bench.log bench_launch.log bench_launch.json.
+# tree has no .git. Files in $OUT (the device tool returns 8 at most): summary.md build.log pytest.log junit.xml
+# demo.log cpp_bench.log bench.log (both Python benchmarks' output) bench.json (both benchmarks' JSON).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/.device_out}
@@ -20,7 +20,7 @@ START=$(date +%s)
 DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
-ALL_STEPS=(info build tests demo cpp bench)
+ALL_STEPS=(info build tests demo cpp bench first)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${ALL_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -94,12 +94,23 @@ cmake -S . -B \$d \$gen -DCMAKE_BUILD_TYPE=Release -DJITKERNEL_BUILD_PYTHON=OFF 
 cmake --build \$d --target jitkernel_bench -j \$(nproc) >\$d.build.log 2>&1 || { tail -n 60 \$d.build.log; exit 1; }; \
 eval \"\$($PY benchmarks/cpp/toolkit_env.py)\"; \$d/benchmarks/cpp/jitkernel_bench"
 fi
-if wanted bench; then
-  rm -f "$OUT/bench_launch.log" "$OUT/bench_launch.json"
-  BENCH_DIR=$(mktemp -d)
-  run_step bench 240 "$OUT/bench_launch.log" "$PY benchmarks/python/bench_launch.py --out '$BENCH_DIR'"
-  [ -f "$BENCH_DIR/bench_launch.json" ] && cp "$BENCH_DIR/bench_launch.json" "$OUT/"
+BENCH_DIR=$(mktemp -d)
+if wanted bench || wanted first; then
+  rm -f "$OUT/bench.log" "$OUT/bench.json"
 fi
+if wanted bench; then
+  run_step bench 240 "$OUT/bench.log" "$PY benchmarks/python/bench_launch.py --out '$BENCH_DIR'"
+fi
+if wanted first; then
+  run_step first 240 "$OUT/bench.log" "$PY benchmarks/python/bench_first_call.py --out '$BENCH_DIR'"
+fi
+# One JSON file back for both benchmarks: {"bench_launch": {...}, "bench_first_call": {...}}.
+$PY - "$BENCH_DIR" "$OUT/bench.json" <<'EOF'
+import json, pathlib, sys
+found = {p.stem: json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json"))}
+if found:
+    pathlib.Path(sys.argv[2]).write_text(json.dumps(found, indent=1))
+EOF
 
 # --- summary -------------------------------------------------------------------------------------------------
 slug=$(echo "${GPU%%,*}" | sed -e 's/^NVIDIA //' -e 's/[^A-Za-z0-9]\+/-/g' -e 's/-$//' | tr 'A-Z' 'a-z')
@@ -165,13 +176,17 @@ $(grep -c ' ERROR' "$OUT/pytest.log") errors, $(grep -c ' SKIPPED' "$OUT/pytest.
     echo '```'
     echo
   fi
-  if [ -n "${BENCH_DIR:-}" ] && [ -f "$BENCH_DIR/bench_launch.md" ]; then
-    sed -e 's/^# /## /' -e 's/^## n = /### n = /' -e 's/^## First call/### First call/' "$BENCH_DIR/bench_launch.md"
-  elif [ -f "$OUT/bench_launch.log" ]; then
-    echo "## Launch benchmark (no table: last lines of its log)"
+  for table in bench_launch bench_first_call; do
+    if [ -f "$BENCH_DIR/$table.md" ]; then
+      sed -e 's/^# /## /' -e 's/^## n = /### n = /' -e 's/^## First call/### First call/' "$BENCH_DIR/$table.md"
+      echo
+    fi
+  done
+  if [ -f "$OUT/bench.log" ] && ! ls "$BENCH_DIR"/*.md >/dev/null 2>&1; then
+    echo "## Benchmarks (no table: last lines of their log)"
     echo
     echo '```'
-    tail -n 20 "$OUT/bench_launch.log"
+    tail -n 20 "$OUT/bench.log"
     echo '```'
   fi
 } >"$OUT/summary.md" 2>&1

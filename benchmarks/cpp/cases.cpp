@@ -4,6 +4,8 @@
 //   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
 //               same driver table. One sample = up to `batch` launches on the legacy default stream + a sync.
+//   floor/*     on a GPU: bench_launch.py's exp kernel (4096 float32) through the bare driver: the launch, a
+//               stream-ordered alloc + launch + free, and launch + synchronize: the floors its targets use.
 #include "cases.hpp"
 
 #include <algorithm>
@@ -275,6 +277,90 @@ void add_gpu_cases(Suite& suite) {
                          }});
 }
 
+// The floors benchmarks/python/bench_launch.py compares Python calls with: its kernel (exp over 4096 float32,
+// blocks of 256) launched straight through the driver table, on the legacy default stream.
+const char* kRawExpSource = R"(
+extern "C" __global__ void raw_exp(const float* inp, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = expf(inp[i]);
+}
+)";
+
+struct ExpFloor {
+  static constexpr long long kElements = 4096;
+  jk::cuda::OwnedArray x, y;
+  Module module;
+  jk::cuda::CUfunction function = nullptr;
+
+  void launch(void* out) {
+    jk::cuda::CUlaunchConfig cfg{};
+    cfg.gridDimX = static_cast<unsigned>(kElements / 256);
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 256;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = nullptr;
+    void* in = x.view.data;
+    long long n = kElements;
+    void* params[] = {&in, &out, &n};
+    jk::cuda::check(jk::cuda::driver().cuLaunchKernelEx(&cfg, function, params, nullptr), "cuLaunchKernelEx");
+  }
+  // A stream-ordered output, the launch into it and its free: what an allocating call must do at least.
+  void alloc_launch_free() {
+    const auto& api = jk::cuda::driver();
+    jk::cuda::CUdeviceptr out = 0;
+    jk::cuda::check(api.cuMemAllocAsync(&out, sizeof(float) * kElements, nullptr), "cuMemAllocAsync");
+    launch(reinterpret_cast<void*>(out));
+    jk::cuda::check(api.cuMemFreeAsync(out, nullptr), "cuMemFreeAsync");
+  }
+};
+
+void add_floor_cases(Suite& suite) {
+  const int device = 0;
+  const std::string arch = jk::cuda::device_info(device).arch;
+  auto st = std::make_shared<ExpFloor>();
+  const std::int64_t n = ExpFloor::kElements;
+  st->x = jk::cuda::allocate_array(device, jk::DType::Float32, {n}, nullptr);
+  st->y = jk::cuda::allocate_array(device, jk::DType::Float32, {n}, nullptr);
+  jk::cuda::fill(st->x.view, 0.5, nullptr);
+  jk::cuda::fill(st->y.view, 0.0, nullptr);
+  const auto& drv = jk::cuda::driver();
+  std::string cubin = jk::cuda::compile_source(kRawExpSource, "raw_exp.cu", arch);
+  jk::cuda::check(drv.cuModuleLoadData(&st->module.handle, cubin.data()), "cuModuleLoadData");
+  jk::cuda::check(drv.cuModuleGetFunction(&st->function, st->module.handle, "raw_exp"), "cuModuleGetFunction");
+  st->launch(st->y.view.data);
+  std::vector<float> host(static_cast<std::size_t>(n));
+  jk::cuda::download(st->y.view, host.data(), nullptr);
+  for (float v : host)
+    if (std::fabs(v - std::exp(0.5f)) > 1e-5f) throw jk::Error("floor/raw_exp4096: wrong result " + std::to_string(v));
+
+  auto sync = []() { jk::cuda::check(jk::cuda::driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize"); };
+  const std::string note = "exp over 4096 float32 (" + arch + ")";
+  suite.cases.push_back({"floor/raw_exp4096_launch", note + ": cuLaunchKernelEx, output given", 1000,
+                         [st, sync](std::int64_t k) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < k; ++i) st->launch(st->y.view.data);
+                           sync();
+                           return seconds_since(t0);
+                         }});
+  suite.cases.push_back({"floor/raw_exp4096_alloc_launch_free",
+                         note + ": cuMemAllocAsync + cuLaunchKernelEx + cuMemFreeAsync", 1000,
+                         [st, sync](std::int64_t k) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < k; ++i) st->alloc_launch_free();
+                           sync();
+                           return seconds_since(t0);
+                         }});
+  suite.cases.push_back({"floor/raw_exp4096_launch_sync", note + ": cuLaunchKernelEx + cuStreamSynchronize", 200,
+                         [st, sync](std::int64_t k) {
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < k; ++i) {
+                             st->launch(st->y.view.data);
+                             sync();
+                           }
+                           return seconds_since(t0);
+                         }});
+}
+
 }  // namespace
 
 std::string toolkit_summary() {
@@ -302,6 +388,7 @@ Suite make_suite() {
   add_cpu_cases(suite);
   if (jk::cuda::cuda_available() && jk::cuda::device_count() > 0) {
     add_gpu_cases(suite);
+    add_floor_cases(suite);
   } else {
     std::string why = "no CUDA GPU";
     try {
@@ -309,7 +396,9 @@ Suite make_suite() {
     } catch (const jk::Error& e) {
       why = e.what();
     }
-    for (const char* name : {"launch/raw_cuLaunchKernelEx", "launch/jitkernel_outputs", "launch/jitkernel_alloc"})
+    for (const char* name : {"launch/raw_cuLaunchKernelEx", "launch/jitkernel_outputs", "launch/jitkernel_alloc",
+                             "floor/raw_exp4096_launch", "floor/raw_exp4096_alloc_launch_free",
+                             "floor/raw_exp4096_launch_sync"})
       suite.skipped.push_back(std::string(name) + ": " + why);
   }
   return suite;

@@ -1,70 +1,57 @@
-"""Per-call launch overhead and first-call (compile) time of jitkernel beside other ways to run a CUDA kernel.
+"""Per-call launch overhead of jitkernel beside other ways to run a CUDA kernel, the floors it is held to, where
+the time of a call goes, and the bandwidth of jitkernel's kernels and copies (issue 6).
 
-Every variant runs the same tiny kernel, c = a + b on float32 vectors of n elements (n = 1 and 1M by default),
-on the legacy default stream where the library lets us choose. Each variant's output is checked against NumPy
-once before it is timed. For each variant and size:
-  wall_us   median over --reps blocks of --iters calls, one synchronize per block: host time per call
+Every variant runs the same kernel, out = exp(inp) over n float32 (n = 4096 by default), on the legacy default
+stream where the library lets us choose; each variant's output is checked once before it is timed. For each:
+  wall_us   median over --reps blocks of --iters calls, one synchronize per block: the issue cost of a call
   event_us  the same blocks timed with CUDA events on the launch stream: device-timeline time per call
   rt_us     call + synchronize each time (latency), median over blocks
-  x_<base>  wall_us over the baseline's wall_us at the same size (CuPy RawKernel, cuda.core launch)
-A peer that cannot run here (not installed, no GPU, an install that is broken in a known way) gets a
-"skipped: why" row instead of numbers.
-First calls run in a fresh subprocess per library, from a script file in a new temporary folder that also holds
-the empty compile caches (CUPY_CACHE_DIR, TRITON_CACHE_DIR, NUMBA_CACHE_DIR, CUDA_CACHE_PATH, JITKERNEL_CACHE_DIR);
-the CUDA context is created before the clock starts. Then a second, different kernel in the same process, and a
-second process sharing the now-filled cache folder (disk-warm). Two extra rows time MLX's documentation kernel
-(seed 003: cooperative_groups::this_grid().thread_rank()) through jitkernel and MLX.
-Writes bench_launch.md and bench_launch.json to --out; exits 1 only when a jitkernel variant fails.
+jitkernel runs with jk.Array, torch and CuPy arrays in and out, each with the output allocated by the call and
+given (outputs=), and with 1, 4 and 16 array inputs (out = their sum). Floors: the C++ benchmark's floor/* cases
+(the same kernel through the bare driver: launch; stream-ordered alloc + launch + free; launch + synchronize),
+run by this script from --cpp-bench (default: where benchmarks/device_run.sh builds it), median of 5 repetitions. Bandwidth: exp over
+2^28 float32 (jitkernel vs a CuPy RawKernel with the same body) and the ensure_row_contiguous copy of a
+transposed 16384 x 16384 float32 array (vs a device-to-device copy), CUDA-event timed, bytes read + written.
+The targets table gives each ratio, its limit, and whether it is met. Writes bench_launch.md / .json to --out;
+exits 1 only when a jitkernel variant fails.
 
-    python3 benchmarks/python/bench_launch.py --out DIR [--quick] [--peers jitkernel,cupy,...] [--sizes 1,1048576]
+    python3 benchmarks/python/bench_launch.py --out DIR [--quick] [--peers jitkernel,cupy,...] [--sizes 4096]
+        [--cpp-bench PATH] [--no-bandwidth]
 
-Grown from shared/peers.py (same structure: one function per peer, a common timing loop, cold-start scripts).
+Grown from shared/peers.py (same structure: one function per peer, a common timing loop).
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-RAW_SRC = r"""
-extern "C" __global__ void raw_add(const float* a, const float* b, int n, float* c) {
-  const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
+from _bench_common import Skip, cuda_core, environment, fmt, numpy_mismatch
+
+# The kernel every variant runs: out = exp(inp) over n float32, blocks of 256 threads.
+RAW_EXP = r"""
+extern "C" __global__ void raw_exp(const float* inp, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = expf(inp[i]);
 }
 """
-# jitkernel / MLX body: n is a scalar input, read as n[0] (works for scalars in both).
-JK_BODY = """
-    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n[0]) c[i] = a[i] + b[i];
+# jitkernel / MLX body of the same kernel (n from the input's shape).
+JK_EXP = """
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < inp_shape[0]) out[i] = expf(inp[i]);
 """
-# MLX's documentation example (seed 003): the kernel users will compare first-call times with.
-CG_BODY = """
-    auto elem = cooperative_groups::this_grid().thread_rank();
-    T tmp = inp[elem];
-    out[elem] = exp(tmp);
-"""
-BASELINES = ("cupy RawKernel, outputs given", "cuda.core launch, outputs given")
+ARG_COUNTS = (1, 4, 16)
+
+BASELINES = ("cupy RawKernel, outputs given", "torch.exp, out= given")
 # The driver's CU_STREAM_LEGACY handle: cuda.core's default stream has it, and torch.cuda.ExternalStream(1)
 # takes the odd value for a malformed internal stream id ("RuntimeError: invalid StreamId1").
 STREAM_LEGACY = 1
-
-
-class Skip(Exception):
-    """A peer or variant that cannot run here (not installed, no GPU support, a known-broken install): a
-    "skipped: why" row in the table, never fatal. ``name`` is the row's name (the peer's, when None)."""
-
-    def __init__(self, reason, name=None):
-        super().__init__(reason)
-        self.name = name
 
 
 # --- timing ---------------------------------------------------------------------------------------------
@@ -158,10 +145,15 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-def check(out, a, b, name):
-    got, want = to_numpy(out), to_numpy(a) + to_numpy(b)
-    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-6):
+def check(out, want, name):
+    """`out` (any array) equals `want` (NumPy, float64) to float32 precision."""
+    got = to_numpy(out)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
         raise AssertionError(f"{name}: wrong result (shape {got.shape}, expected {want.shape})")
+
+
+def exp_of(x):
+    return np.exp(to_numpy(x).astype(np.float64))
 
 
 def variant(name, fn, sync, stream, version, note="", rt=None):
@@ -172,7 +164,7 @@ def variant(name, fn, sync, stream, version, note="", rt=None):
 
 # --- peers: each returns checked variants for n elements ------------------------------------------------
 
-def _torch_inputs(n):
+def _torch_x(n):
     try:
         import torch
     except ImportError as e:
@@ -180,141 +172,133 @@ def _torch_inputs(n):
     if not torch.cuda.is_available():
         raise Skip("torch sees no CUDA device")
     g = torch.Generator(device="cuda").manual_seed(n)
-    x = torch.randn(n, device="cuda", generator=g)
-    y = torch.randn(n, device="cuda", generator=g)
-    return torch, x, y
+    return torch, torch.randn(n, device="cuda", generator=g)
 
 
-def _cupy_inputs(n):
+def _cupy_x(n):
     try:
         import cupy as cp
     except ImportError as e:
         raise Skip(f"cupy not installed ({e})")
-    rs = cp.random.RandomState(n)
-    return cp, rs.standard_normal(n, dtype=cp.float32), rs.standard_normal(n, dtype=cp.float32)
+    return cp, cp.random.RandomState(n).standard_normal(n, dtype=cp.float32)
 
 
-def peer_jitkernel(n):
-    """jitkernel with torch, CuPy and jk.Array inputs, each with the output allocated per call and given."""
+def _jitkernel():
     try:
         import jitkernel as jk
     except ImportError as e:
         raise Skip(f"jitkernel not importable ({e})")
     if not jk.cuda_available():
         raise Skip("jk.cuda_available() is False")
+    return jk
+
+
+def sum_kernel(jk, k):
+    """out = a0 + ... + a{k-1} (the 1/4/16-argument variants)."""
+    names = [f"a{j}" for j in range(k)]
+    body = ("const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+            f"if (i < a0_shape[0]) out[i] = {' + '.join(f'{a}[i]' for a in names)};")
+    return jk.cuda_kernel(name=f"bench_sum{k}", input_names=names, output_names=["out"], source=body)
+
+
+def peer_jitkernel(n):
+    """jitkernel with jk.Array, torch and CuPy arrays in and out (output allocated per call, and given), and with
+    1, 4 and 16 array inputs (outputs given)."""
+    jk = _jitkernel()
     ver = getattr(jk, "__version__", "?")
-    k = jk.cuda_kernel(name="bench_add", input_names=["a", "b", "n"], output_names=["c"], source=JK_BODY)
+    k = jk.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"], source=JK_EXP)
     geo = dict(grid=(n, 1, 1), threadgroup=(256, 1, 1))
     out = []
 
-    def pair(label, x, y, z, sync):
-        """'<label>, output allocated' (a new output each call) and '<label>, outputs given' (written into z)."""
-        shapes, dtypes = [tuple(x.shape)], [x.dtype]
-        f = lambda: k(inputs=[x, y, n], output_shapes=shapes, output_dtypes=dtypes, **geo)
-        check(f()[0], x, y, f"jitkernel {label}")
-        g = lambda: k(inputs=[x, y, n], outputs=[z], **geo)
-        check(g()[0], x, y, f"jitkernel {label} outputs=")
+    def pair(label, x, z, sync):
+        shapes, dtypes = [(n,)], [jk.float32]
+        f = lambda: k(inputs=[x], output_shapes=shapes, output_dtypes=dtypes, **geo)
+        check(f()[0], exp_of(x), f"jitkernel {label}")
+        g = lambda: k(inputs=[x], outputs=[z], **geo)
+        check(g()[0], exp_of(x), f"jitkernel {label} outputs=")
         return [variant(f"jitkernel, {label}, output allocated", f, sync, 0, ver),
                 variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver)]
 
+    def args(label, x, z, sync):
+        rows = []
+        for count in ARG_COUNTS:
+            kk, ins = sum_kernel(jk, count), [x] * count
+            f = lambda kk=kk, ins=ins: kk(inputs=ins, outputs=[z], **geo)
+            check(f()[0], to_numpy(x).astype(np.float64) * count, f"jitkernel {label} {count} inputs")
+            rows.append(variant(f"jitkernel, {label}, {count} inputs, outputs given", f, sync, 0, ver))
+        return rows
+
+    # jk.Array in and out, no framework: the input and the given output are kernel outputs made from NumPy.
+    rng = np.random.default_rng(n)
+    xn = rng.standard_normal(n).astype(np.float32)
+    copy = jk.cuda_kernel(name="bench_upload", input_names=["inp"], output_names=["out"],
+                          source=JK_EXP.replace("expf(inp[i])", "inp[i]"))
+    upload = lambda h: copy(inputs=[h], output_shapes=[(n,)], output_dtypes=[jk.float32], **geo)[0]
+    xa, za = upload(xn), upload(np.full(n, np.nan, np.float32))
+    out += pair("jk.Array", xa, za, jk.synchronize)
+    out += args("jk.Array", xa, za, jk.synchronize)
     try:
-        torch, x, y = _torch_inputs(n)
+        torch, x = _torch_x(n)
     except Skip as e:
         out.append(Skip(str(e), "jitkernel, torch"))
     else:  # on torch's current stream, the default one here
-        out += pair("torch", x, y, torch.full_like(x, float("nan")), torch.cuda.synchronize)
+        z = torch.full_like(x, float("nan"))
+        out += pair("torch", x, z, torch.cuda.synchronize)
+        out += args("torch", x, z, torch.cuda.synchronize)
     try:
-        cp, xc, yc = _cupy_inputs(n)
+        cp, xc = _cupy_x(n)
     except Skip as e:
         out.append(Skip(str(e), "jitkernel, cupy"))
     else:  # on CuPy's current stream, the null stream here
-        out += pair("cupy", xc, yc, cp.full_like(xc, float("nan")), cp.cuda.Stream.null.synchronize)
-    # jk.Array in and out, no framework: the inputs are kernel outputs made from NumPy arrays (a + 0), the
-    # given output one more (NaN + 0); launches go to the legacy default stream.
-    rng = np.random.default_rng(n)
-    xn, yn = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    zeros = np.zeros(n, np.float32)
-    upload = lambda h: k(inputs=[h, zeros, n], output_shapes=[(n,)], output_dtypes=[np.float32], **geo)[0]
-    xa, ya, za = upload(xn), upload(yn), upload(np.full(n, np.nan, np.float32))
-    check(xa, xn, zeros, "jitkernel NumPy upload")
-    out += pair("jk.Array", xa, ya, za, jk.synchronize)
+        out += pair("cupy", xc, cp.full_like(xc, float("nan")), cp.cuda.Stream.null.synchronize)
     return out
 
 
 def peer_cupy(n):
-    cp, x, y = _cupy_inputs(n)
+    cp, x = _cupy_x(n)
     sync = cp.cuda.Stream.null.synchronize
-    k = cp.RawKernel(RAW_SRC, "raw_add")
-    z = cp.empty_like(x)
-    nn = np.int32(n)
-    blocks, threads = ((n + 255) // 256,), (min(n, 256),)
-    pre = lambda: k(blocks, threads, (x, y, nn, z))
-    z.fill(float("nan"))
+    k = cp.RawKernel(RAW_EXP, "raw_exp")
+    z = cp.full_like(x, float("nan"))
+    nn = np.int64(n)
+    blocks, threads = ((n + 255) // 256,), (256,)
+    pre = lambda: k(blocks, threads, (x, z, nn))
     pre()
-    check(z, x, y, "cupy RawKernel")
+    check(z, exp_of(x), "cupy RawKernel")
 
     def alloc():
         o = cp.empty_like(x)
-        k(blocks, threads, (x, y, nn, o))
+        k(blocks, threads, (x, o, nn))
         return o
-    check(alloc(), x, y, "cupy RawKernel alloc")
-    ek = cp.ElementwiseKernel("float32 a, float32 b", "float32 c", "c = a + b", "bench_add_ew")
-    check(ek(x, y), x, y, "cupy ElementwiseKernel")
-    ek_out = lambda: ek(x, y, z)
-    z.fill(float("nan"))
-    ek_out()
-    check(z, x, y, "cupy ElementwiseKernel out")
+    check(alloc(), exp_of(x), "cupy RawKernel alloc")
     v = cp.__version__
     return [variant("cupy RawKernel, outputs given", pre, sync, 0, v),
             variant("cupy RawKernel, output allocated", alloc, sync, 0, v),
-            variant("cupy ElementwiseKernel, outputs given", ek_out, sync, 0, v),
-            variant("cupy ElementwiseKernel, output allocated", lambda: ek(x, y), sync, 0, v)]
+            variant("cupy.exp, output allocated", lambda: cp.exp(x), sync, 0, v, "a built-in ufunc")]
 
 
 def peer_torch(n):
-    torch, x, y = _torch_inputs(n)
+    torch, x = _torch_x(n)
     z = torch.empty_like(x)
-    torch.add(x, y, out=z)
-    check(z, x, y, "torch.add")
-    check(x + y, x, y, "torch +")
+    torch.exp(x, out=z)
+    check(z, exp_of(x), "torch.exp")
     s, v = torch.cuda.synchronize, torch.__version__
-    return [variant("torch.add, out= given (floor reference)", lambda: torch.add(x, y, out=z), s, 0, v,
-                    "no compile, a precompiled kernel"),
-            variant("torch a + b, output allocated", lambda: x + y, s, 0, v, "no compile")]
-
-
-def _cuda_core():
-    """cuda.core's names (the package or its older .experimental home) and its legacy default stream."""
-    try:
-        import cuda.core as cc
-    except ImportError as e:
-        raise Skip(f"cuda.core not installed ({e})")
-    if not hasattr(cc, "launch"):  # cuda.core < 0.3 kept everything in cuda.core.experimental
-        try:
-            import cuda.core.experimental as cc
-        except ImportError as e:
-            raise Skip(f"this cuda.core has no launch() ({e})")
-    dev = cc.Device()
-    dev.set_current()
-    # LEGACY_DEFAULT_STREAM: cuda.core >= 0.6; before that Device.default_stream is the same stream (unless
-    # CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set).
-    stream = getattr(cc, "LEGACY_DEFAULT_STREAM", None) or dev.default_stream
-    return cc, dev, stream
+    return [variant("torch.exp, out= given", lambda: torch.exp(x, out=z), s, 0, v, "a built-in op"),
+            variant("torch.exp, output allocated", lambda: torch.exp(x), s, 0, v, "a built-in op")]
 
 
 def peer_cudacore(n):
-    cc, dev, s = _cuda_core()
-    cp, x, y = _cupy_inputs(n)  # buffers from CuPy, as in peers.py
-    ker = cc.Program(RAW_SRC, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
-        "cubin").get_kernel("raw_add")
+    cc, dev, s = cuda_core()
+    cp, x = _cupy_x(n)  # buffers from CuPy, as in peers.py
+    ker = cc.Program(RAW_EXP, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin").get_kernel("raw_exp")
     z = cp.full_like(x, float("nan"))
     cp.cuda.Device().synchronize()
-    cfg = cc.LaunchConfig(grid=(n + 255) // 256, block=min(n, 256))
-    args = (np.uint64(x.data.ptr), np.uint64(y.data.ptr), np.int32(n), np.uint64(z.data.ptr))
+    cfg = cc.LaunchConfig(grid=(n + 255) // 256, block=256)
+    args = (np.uint64(x.data.ptr), np.uint64(z.data.ptr), np.int64(n))
     f = lambda: cc.launch(s, cfg, ker, *args)
     f()
     s.sync()
-    check(z, x, y, "cuda.core launch")
+    check(z, exp_of(x), "cuda.core launch")
     try:
         handle = int(s.handle)
     except (AttributeError, TypeError, ValueError):
@@ -329,47 +313,33 @@ def peer_triton(n):
         import triton.language as tl
     except ImportError as e:
         raise Skip(f"triton not installed ({e})")
-    torch, x, y = _torch_inputs(n)
+    torch, x = _torch_x(n)
 
     @triton.jit
-    def tadd(A, B, C, n, BLOCK: tl.constexpr):
+    def texp(X, Y, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = offs < n
-        tl.store(C + offs, tl.load(A + offs, mask=m) + tl.load(B + offs, mask=m), mask=m)
+        tl.store(Y + offs, tl.exp(tl.load(X + offs, mask=m)), mask=m)
 
     z = torch.empty_like(x)
     grid = (triton.cdiv(n, 1024),)
-    pre = lambda: tadd[grid](x, y, z, n, BLOCK=1024)
+    pre = lambda: texp[grid](x, z, n, BLOCK=1024)
 
     def alloc():
         o = torch.empty_like(x)
-        tadd[grid](x, y, o, n, BLOCK=1024)
+        texp[grid](x, o, n, BLOCK=1024)
         return o
     pre()
-    check(z, x, y, "triton")
-    check(alloc(), x, y, "triton alloc")
+    check(z, exp_of(x), "triton")
+    check(alloc(), exp_of(x), "triton alloc")
     s, v = torch.cuda.synchronize, triton.__version__
     return [variant("triton, outputs given", pre, s, 0, v), variant("triton, output allocated", alloc, s, 0, v)]
 
 
-def numpy_mismatch(lib, error):
-    """A skip reason when the error text ``error`` shows ``lib`` calling a NumPy function that the installed NumPy
-    no longer has (numba on a NumPy newer than it supports: 'module 'numpy' has no attribute 'row_stack''), else
-    None. Used for the launch table and for the fresh-process first calls alike."""
-    if "module 'numpy' has no attribute" not in error:
-        return None
-    ver = getattr(sys.modules.get(lib), "__version__", None)
-    if ver is None:
-        try:
-            from importlib.metadata import version
-            ver = version(lib)
-        except Exception:  # the reason matters, not the version
-            ver = "(version unknown)"
-    return f"{lib} {ver} does not work with the installed NumPy {np.__version__} ({error})"
-
-
 def peer_numba(n):
     try:
+        import math
+
         import numba
         from numba import cuda
     except ImportError as e:
@@ -379,16 +349,15 @@ def peer_numba(n):
             raise Skip("numba sees no CUDA device")
 
         @cuda.jit
-        def nadd(a, b, c):
+        def nexp(a, c):
             i = cuda.grid(1)
             if i < c.size:
-                c[i] = a[i] + b[i]
+                c[i] = math.exp(a[i])
 
-        rng = np.random.default_rng(n)
-        xh, yh = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-        x, y, z = cuda.to_device(xh), cuda.to_device(yh), cuda.device_array(n, np.float32)
-        blocks, threads = (n + 255) // 256, min(n, 256)
-        f = lambda: nadd[blocks, threads](x, y, z)
+        xh = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        x, z = cuda.to_device(xh), cuda.device_array(n, np.float32)
+        blocks = (n + 255) // 256
+        f = lambda: nexp[blocks, 256](x, z)
         f()  # compiles
         cuda.synchronize()
     except AttributeError as e:
@@ -396,37 +365,31 @@ def peer_numba(n):
         if reason is None:
             raise
         raise Skip(reason) from None
-    check(z.copy_to_host(), xh, yh, "numba")
+    check(z.copy_to_host(), exp_of(xh), "numba")
     return [variant("numba.cuda, outputs given", f, cuda.synchronize, 0, numba.__version__)]
 
 
 def peer_mlx(n):
     """MLX is lazy: a call only records the kernel. Each timed call is therefore followed by mx.async_eval,
-    which launches it without waiting (the output is dropped and its buffer recycled, as with the eager peers);
-    synchronize is mx.synchronize(); rt is mx.eval + mx.synchronize per call. MLX launches on its own stream:
-    no event timing."""
+    which launches it without waiting; synchronize is mx.synchronize(); rt is mx.eval + mx.synchronize per call.
+    MLX launches on its own stream: no event timing."""
     try:
         import mlx.core as mx
     except ImportError as e:
         raise Skip(f"mlx not installed ({e})")
     if not hasattr(mx.fast, "cuda_kernel"):
         raise Skip("this mlx build has no cuda_kernel")
-    k = mx.fast.cuda_kernel(name="bench_add", input_names=["a", "b", "n"], output_names=["c"], source=JK_BODY)
-    a, b = mx.random.normal(shape=(n,)), mx.random.normal(shape=(n,))
-    n_array = mx.array(n, dtype=mx.int32)
-    mx.eval(a, b, n_array)
+    k = mx.fast.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"], source=JK_EXP)
+    a = mx.random.normal(shape=(n,))
+    mx.eval(a)
     kw = dict(grid=(n, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape], output_dtypes=[a.dtype])
-    out = []
-    for label, scalar in (("", n), (", n as a ready mx.array", n_array)):
-        f = lambda scalar=scalar: k(inputs=[a, b, scalar], **kw)[0]
-        o = f()
-        mx.eval(o)
-        check(np.array(o), np.array(a), np.array(b), "mlx" + label)
-        out.append(variant(f"mlx cuda_kernel, output allocated{label}", lambda f=f: mx.async_eval(f()),
-                           mx.synchronize, None, mx.__version__,
-                           "each call + mx.async_eval; rt: mx.eval + mx.synchronize; no event timing",
-                           rt=lambda f=f: (mx.eval(f()), mx.synchronize())))
-    return out
+    f = lambda: k(inputs=[a], **kw)[0]
+    o = f()
+    mx.eval(o)
+    check(np.array(o), exp_of(np.array(a)), "mlx")
+    return [variant("mlx cuda_kernel, output allocated", lambda: mx.async_eval(f()), mx.synchronize, None,
+                    mx.__version__, "each call + mx.async_eval; rt: mx.eval + mx.synchronize; no event timing",
+                    rt=lambda: (mx.eval(f()), mx.synchronize()))]
 
 
 # Row names for a peer that is skipped as a whole.
@@ -436,304 +399,254 @@ PEERS = {"jitkernel": peer_jitkernel, "cupy": peer_cupy, "torch": peer_torch, "c
          "triton": peer_triton, "numba": peer_numba, "mlx": peer_mlx}
 
 
-# --- first calls in fresh processes -------------------------------------------------------------------
-# Each script below runs as a file of its own (Triton reads a kernel's source from its file) in a fresh
-# process; it imports the kernel texts and helpers from this module, sets the dict r, and the epilogue prints it.
+# --- floors, stages, bandwidth ----------------------------------------------------------------------------
 
-N_COLD = 4096  # elements in the first-call runs
-
-
-def other_kernel(src):
-    """A second, different kernel from the same text: a - b instead of a + b, exp(-x) instead of exp(x)."""
-    return src.replace("a[i] + b[i]", "a[i] - b[i]").replace("exp(tmp)", "exp(-tmp)")
+DEFAULT_CPP_BENCH = os.path.join(os.environ.get("TMPDIR", "/tmp"), "jitkernel_cpp_bench", "benchmarks", "cpp",
+                                 "jitkernel_bench")  # where benchmarks/device_run.sh's cpp step builds it
 
 
-def expect(ok, what):
-    """Fails a first-call run whose kernel gave a wrong result (after its clock stopped)."""
-    if not ok:
-        raise AssertionError(f"{what}: wrong result")
-
-
-COLD_PRELUDE = f"""import json, sys, time
-sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-from bench_launch import N_COLD as N, RAW_SRC, JK_BODY, CG_BODY, other_kernel, expect
-"""
-COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
-_JK_CG = "jitkernel, seed-003 exp (cooperative_groups)"
-_MLX_CG = "mlx, seed-003 exp (cooperative_groups)"
-# row of the first-call table: (peer that --peers selects it by, modules it needs, script)
-COLD = {
-    "jitkernel": ("jitkernel", ("jitkernel", "torch"), """
-import torch, jitkernel as jk
-x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize(); jk.cuda_available()
-def first(name, body, want):
-    t = time.perf_counter()
-    k = jk.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
-    c = k(inputs=[x, y, N], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(N, 1, 1),
-          threadgroup=(256, 1, 1))[0]
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(torch.allclose(c, want()), name)
-    return ms
-r = {"first_call_ms": first("bench_add", JK_BODY, lambda: x + y),
-     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y)}
-"""),
-    "cupy": ("cupy", ("cupy",), """
-import numpy as np, cupy as cp
-h = np.arange(N, dtype=np.float32)
-x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
-def first(src, want):
-    t = time.perf_counter()
-    k = cp.RawKernel(src, "raw_add"); k((N // 256,), (256,), (x, x, np.int32(N), z)); cp.cuda.Device().synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(cp.asnumpy(z), want), "cupy")
-    return ms
-r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
-"""),
-    "torch": ("torch", ("torch",), """
-import torch
-x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
-t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
-r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
-"""),
-    "cuda.core": ("cudacore", ("cuda.core", "cupy"), """
-import numpy as np, cupy as cp
-from bench_launch import _cuda_core
-cc, dev, s = _cuda_core()  # the launch table's stream: the legacy default stream
-h = np.arange(N, dtype=np.float32)
-x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
-def first(src, want):
-    t = time.perf_counter()
-    ker = cc.Program(src, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
-        "cubin").get_kernel("raw_add")
-    cc.launch(s, cc.LaunchConfig(grid=N // 256, block=256), ker, np.uint64(x.data.ptr), np.uint64(x.data.ptr),
-              np.int32(N), np.uint64(z.data.ptr))
-    s.sync()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(cp.asnumpy(z), want), "cuda.core")
-    return ms
-r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
-"""),
-    "triton": ("triton", ("triton", "torch"), """
-import torch, triton, triton.language as tl
-x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
-@triton.jit
-def tadd(A, B, C, n, BLOCK: tl.constexpr):
-    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
-    tl.store(C + o, tl.load(A + o, mask=m) + tl.load(B + o, mask=m), mask=m)
-@triton.jit
-def tsub(A, B, C, n, BLOCK: tl.constexpr):
-    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
-    tl.store(C + o, tl.load(A + o, mask=m) - tl.load(B + o, mask=m), mask=m)
-def first(kern, want):
-    t = time.perf_counter()
-    kern[(N // 1024,)](x, x, z, N, BLOCK=1024); torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(torch.allclose(z, want()), kern.__name__)
-    return ms
-r = {"first_call_ms": first(tadd, lambda: x + x), "second_kernel_ms": first(tsub, lambda: x - x)}
-"""),
-    "numba": ("numba", ("numba.cuda",), """
-import numpy as np
-from numba import cuda
-h = np.arange(N, dtype=np.float32)
-x = cuda.to_device(h); z = cuda.device_array(N, np.float32); cuda.synchronize()
-@cuda.jit
-def nadd(a, b, c):
-    i = cuda.grid(1)
-    if i < c.size: c[i] = a[i] + b[i]
-@cuda.jit
-def nsub(a, b, c):
-    i = cuda.grid(1)
-    if i < c.size: c[i] = a[i] - b[i]
-def first(kern, want):
-    t = time.perf_counter()
-    kern[N // 256, 256](x, x, z); cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(z.copy_to_host(), want), "numba")
-    return ms
-r = {"first_call_ms": first(nadd, h + h), "second_kernel_ms": first(nsub, h - h)}
-"""),
-    "mlx": ("mlx", ("mlx.core",), """
-import numpy as np, mlx.core as mx
-rng = np.random.default_rng(0)
-a, b = (mx.array(rng.standard_normal(N).astype(np.float32)) for _ in range(2)); mx.eval(a, b)  # copies only
-def first(name, body, want):
-    t = time.perf_counter()
-    k = mx.fast.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
-    c = k(inputs=[a, b, N], grid=(N, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
-          output_dtypes=[a.dtype])[0]
-    mx.eval(c)
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(np.array(c), want(np.array(a), np.array(b))), name)
-    return ms
-r = {"first_call_ms": first("bench_add", JK_BODY, lambda p, q: p + q),
-     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda p, q: p - q),
-     "note": "MLX puts <cooperative_groups.h> in every kernel"}
-"""),
-    # MLX's documentation kernel through both; the note says whether jitkernel needed the real header.
-    _JK_CG: ("jitkernel", ("jitkernel", "torch"), """
-import re, torch, jitkernel as jk
-x = torch.randn(N, device="cuda"); torch.cuda.synchronize(); jk.cuda_available()
-sig = dict(inputs=[x], output_dtypes=[x.dtype], template=[("T", jk.float32)])
-def first(name, body, want):
-    t = time.perf_counter()
-    k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
-    o = k(**sig, output_shapes=[x.shape], grid=(N, 1, 1), threadgroup=(256, 1, 1))[0]
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(torch.allclose(o, want(), rtol=1e-5, atol=1e-6), name)
-    return ms, k.source(**sig)
-ms, src = first("seed_exp", CG_BODY, lambda: torch.exp(x))
-real = re.search(r"^[ \\t]*#[ \\t]*include[ \\t]*<cooperative_groups\\.h>", src, re.M) is not None
-r = {"first_call_ms": ms, "second_kernel_ms": first("seed_exp_neg", other_kernel(CG_BODY), lambda: torch.exp(-x))[0],
-     "note": "the generated source includes <cooperative_groups.h>" if real else
-             "the generated source defines the cooperative_groups subset it uses (no <cooperative_groups.h>)"}
-"""),
-    _MLX_CG: ("mlx", ("mlx.core",), """
-import numpy as np, mlx.core as mx
-a = mx.array(np.random.default_rng(0).standard_normal(N).astype(np.float32)); mx.eval(a)  # a copy only
-def first(name, body, want):
-    t = time.perf_counter()
-    k = mx.fast.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
-    o = k(inputs=[a], template=[("T", mx.float32)], grid=(N, 1, 1), threadgroup=(256, 1, 1),
-          output_shapes=[a.shape], output_dtypes=[a.dtype])[0]
-    mx.eval(o)
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(np.array(o), want(np.array(a)), rtol=1e-5, atol=1e-6), name)
-    return ms
-r = {"first_call_ms": first("seed_exp", CG_BODY, np.exp),
-     "second_kernel_ms": first("seed_exp_neg", other_kernel(CG_BODY), lambda v: np.exp(-v)),
-     "note": "MLX puts <cooperative_groups.h> in every kernel"}
-"""),
-}
-
-
-def _missing_module(modules):
-    """Why one of ``modules`` cannot be used here (not installed, or its import fails), or None."""
-    import importlib.util
-    for mod in modules:
+def cpp_cases(path, pattern):
+    """{case: µs per operation} of the C++ benchmark's cases matching ``pattern`` (a prefix regex), run now with
+    the NVRTC the Python package finds; raises Skip when the program is missing or fails."""
+    if not path or not os.path.exists(path):
+        raise Skip(f"no C++ benchmark at {path!r} (build it with -DJITKERNEL_BUILD_BENCHMARKS=ON, or --cpp-bench)")
+    env = dict(os.environ)
+    try:
+        from jitkernel import _toolkit
+        tk = _toolkit.search()
+        if tk.nvrtc_library:
+            env["JITKERNEL_NVRTC_PATH"] = tk.nvrtc_library
+        if tk.include_dirs:
+            env["JITKERNEL_INCLUDE_PATH"] = os.pathsep.join(tk.include_dirs)
+    except Exception:  # the benchmark then uses its own defaults
+        pass
+    out, errors = None, []
+    # Google Benchmark's flags first, then the built-in loop's (main_simple.cpp).
+    gbench = [f"--benchmark_filter={pattern}", "--benchmark_min_time=0.2", "--benchmark_repetitions=5",
+              "--benchmark_report_aggregates_only=true"]
+    for flags in (gbench, [f"--filter={pattern.lstrip('^')}"]):
+        r = subprocess.run([path, *flags], capture_output=True, text=True, timeout=120, env=env)
+        if r.returncode == 0:
+            out = r.stdout
+            break
+        errors.append((r.stderr or r.stdout).strip()[-300:])
+    if out is None:
+        raise Skip(f"{path} failed: " + " / ".join(errors))
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
+    cases = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or not parts[0].startswith(pattern.lstrip("^")):
+            continue
         try:
-            if importlib.util.find_spec(mod) is None:
-                return f"{mod} not installed"
-        except ModuleNotFoundError:  # a parent package is missing
-            return f"{mod} not installed"
-        except Exception as e:  # importing the parent package failed
-            return f"{mod} cannot be imported ({type(e).__name__}: {e})"
-    return None
+            value = float(parts[1])
+        except ValueError:
+            continue
+        unit = parts[2] if len(parts) > 2 and parts[2] in scale else "us"
+        name = parts[0].replace("/manual_time", "")
+        # Google Benchmark's repetitions: keep the median of the 5 (its _mean/_stddev/_cv rows are dropped).
+        if name.endswith(("_mean", "_stddev", "_cv")):
+            continue
+        cases[name.removesuffix("_median")] = value * scale[unit]
+    return cases
 
 
-def _run_cold(path, env, timeout):
-    """One fresh process running the script at ``path``: its r dict, or {"error": last line of stderr}."""
+def host_us(fn, iters, reps):
+    """Median host µs per call of fn() with no synchronize (for steps that launch nothing)."""
+    for _ in range(min(iters, 200)):
+        fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        times.append((time.perf_counter() - t) / iters * 1e6)
+    return statistics.median(times)
+
+
+def stages(n, iters, reps):
+    """Where the host time of a jitkernel call goes, each step timed on its own (no launch where it says so):
+    the whole call; the list-form entry `_call` (the same work minus the keyword parsing of the call slot);
+    `_convert` (argument parsing, array import, stream: no launch)."""
+    jk = _jitkernel()
+    k = jk.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"], source=JK_EXP)
+    g, tg, shapes, dtypes = (n, 1, 1), (256, 1, 1), [(n,)], [jk.float32]
+    res = {}
+    rng = np.random.default_rng(n)
+    xa = k(inputs=[rng.standard_normal(n).astype(np.float32)], output_shapes=shapes, output_dtypes=dtypes,
+           grid=g, threadgroup=tg)[0]
+    za = k(inputs=[xa], output_shapes=shapes, output_dtypes=dtypes, grid=g, threadgroup=tg)[0]
+    cases = [("jk.Array", xa, za, jk.synchronize)]
     try:
-        p = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-    if p.returncode == 0 and lines:
-        return json.loads(lines[-1][len("RESULT "):])
-    return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
+        torch, x = _torch_x(n)
+        cases.append(("torch", x, torch.empty_like(x), torch.cuda.synchronize))
+    except Skip:
+        pass
+    for label, x, z, sync in cases:
+        for given in (True, False):
+            outs = [z] if given else None
+            key = f"{label}, {'outputs given' if given else 'output allocated'}"
+            call = lambda: k(inputs=[x], output_shapes=shapes, output_dtypes=dtypes, grid=g, threadgroup=tg,
+                             outputs=outs)
+            entry = lambda: k._call([x], shapes, dtypes, g, tg, None, None, None, outs, False)
+            conv = lambda: k._convert([x], shapes, dtypes, g, tg, None, None, None, outs)
+            res[key] = {
+                "call_us": measure(variant("", call, sync, None, ""), iters, reps, None)["wall_us"],
+                "entry_call_us": measure(variant("", entry, sync, None, ""), iters, reps, None)["wall_us"],
+                "convert_us": host_us(conv, iters, reps),
+            }
+    if len(cases) > 1:
+        x = cases[1][1]
+        res["torch attribute reads (shape, stride(), dtype, data_ptr(), is_cuda, get_device(), is_neg())"] = {
+            "host_us": host_us(lambda: (x.shape, x.stride(), x.dtype, x.data_ptr(), x.is_cuda, x.get_device(),
+                                        x.is_neg()), iters, reps)}
+    return res
 
 
-def cuda_device_count():
-    """(number of CUDA devices, why none) from the driver itself through ctypes, so that the first-call rows
-    can be skipped on a machine without a GPU whatever frameworks are installed."""
-    import ctypes
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:
-        return 0, f"no CUDA driver ({e})"
-    count = ctypes.c_int(0)
-    rc = cuda.cuInit(0)
-    if rc == 0:
-        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
-    if rc != 0:
-        return 0, f"the CUDA driver reports no usable device (CUresult {rc})"
-    return count.value, "" if count.value else "the CUDA driver reports no device"
+def event_ms(torch, fn, reps):
+    """Median milliseconds of fn() on torch's current stream, CUDA-event timed, after one warm-up call."""
+    fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        ms.append(e0.elapsed_time(e1))
+    return statistics.median(ms)
 
 
-def cold_start(row, timeout):
-    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
-    peer, needs, script = COLD[row]
-    missing = _missing_module(needs)
-    if missing:
-        return {"skipped": missing}
-    d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
-    caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", "NUMBA_CACHE_DIR": "numba",
-              "CUDA_CACHE_PATH": "nv", "JITKERNEL_CACHE_DIR": "jitkernel", "XDG_CACHE_HOME": "xdg"}
-    env = dict(os.environ, **{k: os.path.join(d, v) for k, v in caches.items()})
-    path = os.path.join(d, f"first_call_{peer}.py")
-    with open(path, "w") as f:
-        f.write(COLD_PRELUDE + script + COLD_EPILOGUE)
-    out = {"cold": _run_cold(path, env, timeout)}
-    reason = numpy_mismatch(peer, out["cold"].get("error", ""))
-    if reason:
-        return {"skipped": reason}
-    notes = [out["cold"].get("note", "")]
-    if peer == "jitkernel" and "error" not in out["cold"]:
-        jk_cache = env["JITKERNEL_CACHE_DIR"]
-        if not any(files for _, _, files in os.walk(jk_cache)):
-            notes.append("in-memory compile cache only (nothing was written to JITKERNEL_CACHE_DIR): the "
-                         "disk-warm process compiles again, so disk-warm = cold")
-    out["diskwarm"] = _run_cold(path, env, timeout)
-    out["note"] = "; ".join(n for n in notes if n)
+def bandwidth(quick):
+    """GB/s (bytes read + written) of exp over 2^28 float32 (jitkernel, and a CuPy RawKernel with the same body,
+    on the same buffers), of a device-to-device copy of those bytes, and of jitkernel's ensure_row_contiguous copy
+    of a transposed square float32 array (its kernel reads one element; the copy dominates) beside torch's
+    .contiguous() and the device-to-device copy."""
+    jk = _jitkernel()
+    torch, _ = _torch_x(1)
+    cp, _ = _cupy_x(1)
+    m = 1 << (24 if quick else 28)
+    side = 4096 if quick else 16384
+    reps = 5 if quick else 20
+    x = torch.randn(m, device="cuda")
+    y = torch.empty_like(x)
+    k = jk.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"], source=JK_EXP)
+    jk_exp = lambda: k(inputs=[x], outputs=[y], grid=(m, 1, 1), threadgroup=(256, 1, 1))
+    jk_exp()
+    torch.cuda.synchronize()
+    check(y[:4096], exp_of(x[:4096]), "jitkernel exp 2^28")
+    raw = cp.RawKernel(RAW_EXP, "raw_exp")
+    xc, yc = cp.from_dlpack(x), cp.from_dlpack(y)  # the same memory; CuPy's null stream is torch's default
+    cp_exp = lambda: raw(((m + 255) // 256,), (256,), (xc, yc, np.int64(m)))
+    gbs = lambda nbytes, ms: nbytes / ms / 1e6
+    res = {"exp_elements": m, "exp_jitkernel_GBps": gbs(8 * m, event_ms(torch, jk_exp, reps)),
+           "exp_cupy_rawkernel_GBps": gbs(8 * m, event_ms(torch, cp_exp, reps)),
+           "d2d_copy_GBps": gbs(8 * m, event_ms(torch, lambda: y.copy_(x), reps))}
+    a = torch.randn(side, side, device="cuda")
+    at = a.t()
+    probe = jk.cuda_kernel(name="bench_first", input_names=["inp"], output_names=["out"],
+                           source="if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = inp[1];")
+    o = torch.empty(1, device="cuda")
+    contig = lambda: probe(inputs=[at], outputs=[o], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    contig()
+    torch.cuda.synchronize()
+    if float(o[0]) != float(a[1, 0]):
+        raise AssertionError("ensure_row_contiguous of a transposed array: wrong element")
+    nbytes = 8 * side * side
+    res.update({"transpose_side": side,
+                "contiguous_copy_jitkernel_GBps": gbs(nbytes, event_ms(torch, contig, reps)),
+                "contiguous_copy_torch_GBps": gbs(nbytes, event_ms(torch, lambda: at.contiguous(), reps))})
+    return res
+
+
+# --- targets ---------------------------------------------------------------------------------------------
+
+def targets(res, n):
+    """Issue 6's targets as rows: (target, value, limit, met, note). Ratios use numbers from this run only."""
+    rows = res["launch"].get(str(n), {})
+    floors = res.get("cpp", {})
+    wall = lambda name: rows.get(name, {}).get("wall_us")
+    rt = lambda name: rows.get(name, {}).get("rt_us")
+    out = []
+
+    def ratio(target, num, den, limit, den_name, higher_is_better=False):
+        if num is None or den is None:
+            out.append({"target": target, "value": None, "limit": limit, "met": None,
+                        "note": f"not measured ({den_name} missing)" if den is None else "not measured"})
+            return
+        value = num / den
+        met = value >= limit if higher_is_better else value <= limit
+        out.append({"target": target, "value": value, "limit": limit, "met": met,
+                    "note": f"{fmt(num)} / {fmt(den)} ({den_name})"})
+
+    f_launch = floors.get("floor/raw_exp4096_launch")
+    f_alloc = floors.get("floor/raw_exp4096_alloc_launch_free")
+    f_sync = floors.get("floor/raw_exp4096_launch_sync")
+    for label in ("jk.Array", "torch"):
+        ratio(f"{label}: output allocated ≤ 1.3 × raw alloc+launch+free", wall(f"jitkernel, {label}, output allocated"),
+              f_alloc, 1.3, "C++ floor/raw_exp4096_alloc_launch_free")
+        ratio(f"{label}: outputs given ≤ 1.2 × raw launch", wall(f"jitkernel, {label}, outputs given"), f_launch, 1.2,
+              "C++ floor/raw_exp4096_launch")
+        ratio(f"{label}: call + synchronize ≤ 1.1 × raw", rt(f"jitkernel, {label}, outputs given"), f_sync, 1.1,
+              "C++ floor/raw_exp4096_launch_sync")
+    ratio("torch in/out, outputs given ≤ torch.exp(x, out=)", wall("jitkernel, torch, outputs given"),
+          wall("torch.exp, out= given"), 1.0, "torch.exp, out= given")
+    ratio("torch in/out, output allocated ≤ torch.exp(x)", wall("jitkernel, torch, output allocated"),
+          wall("torch.exp, output allocated"), 1.0, "torch.exp, output allocated")
+    for label in ("jk.Array", "torch"):
+        w = [wall(f"jitkernel, {label}, {c} inputs, outputs given") for c in ARG_COUNTS]
+        if None in w:
+            out.append({"target": f"{label}: each extra array input ≤ 0.15 µs", "value": None, "limit": 0.15,
+                        "met": None, "note": "not measured"})
+        else:
+            slope = (w[-1] - w[0]) / (ARG_COUNTS[-1] - ARG_COUNTS[0])
+            out.append({"target": f"{label}: each extra array input ≤ 0.15 µs", "value": slope, "limit": 0.15,
+                        "met": slope <= 0.15, "note": f"({fmt(w[-1])} − {fmt(w[0])}) / 15 µs"})
+    bw = res.get("bandwidth", {})
+    ratio("exp over 2^28 floats ≥ 0.98 × CuPy RawKernel (GB/s)", bw.get("exp_jitkernel_GBps"),
+          bw.get("exp_cupy_rawkernel_GBps"), 0.98, "CuPy RawKernel", higher_is_better=True)
+    ratio("ensure_row_contiguous of a transposed array ≥ 0.8 × D2D copy (GB/s)",
+          bw.get("contiguous_copy_jitkernel_GBps"), bw.get("d2d_copy_GBps"), 0.8, "device-to-device copy",
+          higher_is_better=True)
     return out
 
 
 # --- report -----------------------------------------------------------------------------------------------
 
-def git_commit():
-    """Short hash (+dirty) of the checkout; JK_COMMIT wins (device_run.sh sets it: the device's copy has no .git)."""
-    if os.environ.get("JK_COMMIT"):
-        return os.environ["JK_COMMIT"]
-    try:
-        git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10).stdout.strip()
-        commit = git("rev-parse", "--short", "HEAD")
-        return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "") if commit else "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-
-
-def environment():
-    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "python": platform.python_version(), "host": platform.node(), "commit": git_commit()}
-    try:
-        import torch
-        if torch.cuda.is_available():
-            info["device"] = torch.cuda.get_device_name()
-            info["torch_cuda"] = torch.version.cuda
-    except ImportError:
-        pass
-    try:
-        import jitkernel as jk
-        tk = jk.toolkit_info()
-        info["jitkernel_toolkit"] = {k: v for k, v in tk.items() if isinstance(v, (str, int, float, bool))}
-    except Exception as e:  # report, not fail: the table is still useful without it
-        info["jitkernel_toolkit"] = f"{type(e).__name__}: {e}"
-    return info
-
-
-def fmt(x, digits=2):
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
 def markdown(res):
     env = res["environment"]
-    lines = [f"# Launch overhead: jitkernel and peers",
+    lines = ["# Launch overhead: jitkernel and peers",
              "",
              f"{env.get('device', 'no CUDA device')} · commit {env.get('commit')} · {env.get('date')} · "
              f"Python {env.get('python')} · {res['config']['iters']} calls per block, median of "
              f"{res['config']['reps']} blocks",
              "",
-             "Kernel: c = a + b, float32. wall = host time per call, one synchronize per block; event = CUDA "
-             "events on the launch stream; rt = call + synchronize each time. Ratios are wall over the "
-             "baseline's wall at the same size, measured in this run.",
+             "Kernel: out = exp(inp), float32. wall = host time per call (the issue cost), one synchronize per "
+             "block; event = CUDA events on the launch stream; rt = call + synchronize each time. Ratios are wall "
+             "over the baseline's wall at the same size, measured in this run.",
              ""]
+    if res.get("targets"):
+        lines += ["## Targets (issue 6; ratios from this run)", "",
+                  "| target | value | limit | met | how |", "|---|---:|---:|---|---|"]
+        for t in res["targets"]:
+            met = "–" if t["met"] is None else ("yes" if t["met"] else "**no**")
+            if t["met"] is False and t["value"] is not None:
+                over = t["value"] / t["limit"]
+                met += f" ({fmt((over - 1) * 100, 0)}% over)" if over > 1 else f" ({fmt((1 - over) * 100, 0)}% short)"
+            lines.append(f"| {t['target']} | {fmt(t['value'])} | {t['limit']} | {met} | {t['note']} |")
+        lines.append("")
+    if res.get("cpp"):
+        lines += ["## C++ floors (benchmarks/cpp, same run)", "", "| case | µs per operation |", "|---|---:|"]
+        lines += [f"| {name} | {fmt(us)} |" for name, us in res["cpp"].items()]
+        lines.append("")
+    elif res.get("cpp_skipped"):
+        lines += [f"C++ floors: skipped: {res['cpp_skipped']}", ""]
     notes = {}
     for n, rows in res["launch"].items():
         base = {b: rows.get(b, {}).get("wall_us") for b in BASELINES}
         lines += [f"## n = {n}", "",
-                  "| variant | wall µs/call | event µs/call | rt µs | × CuPy RawKernel | × cuda.core | version |",
+                  "| variant | wall µs/call | event µs/call | rt µs | × CuPy RawKernel | × torch.exp out= | version |",
                   "|---|---:|---:|---:|---:|---:|---|"]
         for name, r in rows.items():
             if "skipped" in r or "error" in r:
@@ -748,20 +661,28 @@ def markdown(res):
         lines.append("")
     if notes:
         lines += ["Notes: " + "; ".join(f"*{name}*: {note}" for name, note in notes.items()), ""]
-    if res.get("cold"):
-        lines += ["## First call (compile + load + launch + synchronize), fresh process", "",
-                  "| library | cold ms | second kernel, same process ms | disk-warm process ms | note |",
-                  "|---|---:|---:|---:|---|"]
-        for row, r in res["cold"].items():
-            if "skipped" in r:
-                lines.append(f"| {row} | skipped: {r['skipped'][:200]} | | | |")
-                continue
-            c, w = r.get("cold", {}), r.get("diskwarm", {})
-            note = "; ".join(x for x in (r.get("note"), c.get("error") and f"cold: {c['error']}",
-                                         w.get("error") and f"disk-warm: {w['error']}") if x)
-            lines.append(f"| {row} | {fmt(c.get('first_call_ms'), 1)} | {fmt(c.get('second_kernel_ms'), 1)} | "
-                         f"{fmt(w.get('first_call_ms'), 1)} | {note[:300]} |")
+    if res.get("stages"):
+        lines += ["## Where a jitkernel call's host time goes", "",
+                  "call = the whole call with one synchronize per block; `_call` = the list-form entry the call "
+                  "slot forwards to (the difference is the keyword parsing); `_convert` = argument parsing, array "
+                  "import and stream lookup, no launch.", "",
+                  "| call | call µs | `_call` µs | `_convert` µs (no launch) |", "|---|---:|---:|---:|"]
+        for name, st in res["stages"].items():
+            if "host_us" in st:
+                lines.append(f"| {name} | {fmt(st['host_us'])} | | |")
+            else:
+                lines.append(f"| {name} | {fmt(st['call_us'])} | {fmt(st['entry_call_us'])} | {fmt(st['convert_us'])} |")
         lines.append("")
+    bw = res.get("bandwidth")
+    if bw:
+        lines += ["## Bandwidth (GB/s, bytes read + written, CUDA events, median)", ""]
+        if "skipped" in bw or "error" in bw:
+            lines += [f"{bw.get('skipped') or bw.get('error')}", ""]
+        else:
+            lines += ["| what | GB/s |", "|---|---:|"]
+            lines += [f"| {k_} | {fmt(v, 0)} |" for k_, v in bw.items() if k_.endswith("GBps")]
+            lines += ["", f"exp over {bw['exp_elements']} float32; transposed array {bw['transpose_side']}² float32.",
+                      ""]
     return "\n".join(lines)
 
 
@@ -779,12 +700,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for bench_launch.md and bench_launch.json")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
-    ap.add_argument("--sizes", default="1,1048576", help="comma-separated element counts")
+    ap.add_argument("--sizes", default="4096", help="comma-separated element counts")
+    ap.add_argument("--cpp-bench", default=DEFAULT_CPP_BENCH, help="the C++ benchmark program (floors)")
+    ap.add_argument("--no-bandwidth", action="store_true", help="skip the 2^28-element bandwidth runs")
     ap.add_argument("--iters", type=int, default=5000, help="calls per timed block")
     ap.add_argument("--reps", type=int, default=5, help="timed blocks per measurement")
     ap.add_argument("--quick", action="store_true", help="500 calls x 3 blocks (smoke test)")
-    ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process first-call measurements")
-    ap.add_argument("--cold-timeout", type=float, default=120, help="seconds per fresh process")
     args = ap.parse_args(argv)
     if args.quick:
         args.iters, args.reps = 500, 3
@@ -795,7 +716,7 @@ def main(argv=None):
     sizes = [int(s) for s in args.sizes.split(",") if s]
     os.makedirs(args.out, exist_ok=True)
 
-    res = {"environment": environment(), "launch": {}, "cold": {}, "skipped": [],
+    res = {"environment": environment(), "launch": {}, "skipped": [],
            "config": {"iters": args.iters, "reps": args.reps, "sizes": sizes, "peers": peers}}
     print(json.dumps(res["environment"]), flush=True)
     timer = EventTimer()
@@ -830,13 +751,30 @@ def main(argv=None):
                     f"wall {fmt(r['wall_us'])} µs  event {fmt(r['event_us'])} µs  rt {fmt(r['rt_us'])} µs"
                     if "error" not in r else r["error"]), flush=True)
             save(res, args.out)
-    if not args.no_cold:
-        devices, why = cuda_device_count()
-        for row, (peer, _, _) in COLD.items():
-            if peer in peers:
-                res["cold"][row] = cold_start(row, args.cold_timeout) if devices else {"skipped": why}
-                print(f"first call {row}: {json.dumps(res['cold'][row])}", flush=True)
-                save(res, args.out)
+    if "jitkernel" in peers:
+        try:
+            res["stages"] = stages(sizes[0], args.iters, args.reps)
+        except Skip as e:
+            res["stages_skipped"] = str(e)
+        except Exception as e:
+            res["stages_error"] = f"{type(e).__name__}: {e}"
+            failed = True
+        save(res, args.out)
+        try:
+            res["cpp"] = {**cpp_cases(args.cpp_bench, "^floor/"), **cpp_cases(args.cpp_bench, "^launch/")}
+        except Skip as e:
+            res["cpp_skipped"] = str(e)
+        except (OSError, subprocess.SubprocessError) as e:
+            res["cpp_skipped"] = f"{type(e).__name__}: {e}"
+        if not args.no_bandwidth:
+            try:
+                res["bandwidth"] = bandwidth(args.quick)
+            except Skip as e:
+                res["bandwidth"] = {"skipped": str(e)}
+            except Exception as e:
+                res["bandwidth"] = {"error": f"{type(e).__name__}: {e}"}
+                failed = True
+        res["targets"] = targets(res, sizes[0])
     md = save(res, args.out)
     print()
     print(md)

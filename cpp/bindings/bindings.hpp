@@ -29,6 +29,7 @@ inline constexpr int array = 30;
 inline constexpr int toolkit = 40;
 inline constexpr int kernel = 50;
 inline constexpr int precompiled = 60;
+inline constexpr int metal = 70;
 }  // namespace order
 
 struct Registration {

@@ -32,11 +32,16 @@ enum class Kind : std::uint8_t {
   HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
 };
 
+}  // namespace
+
 struct TypeInfo {
   Kind kind = Kind::Unknown;
   Framework framework = Framework::Other;
   std::int8_t versioned_dlpack = -1;  // __dlpack__(max_version=) accepted: -1 unknown, 0 no, 1 yes
+  const dlpack::ExchangeAPI* exchange = nullptr;  // torch tensors: the type's DLPack C exchange API
 };
+
+namespace {
 
 constexpr const char* kFrameworkNames[kNumFrameworks] = {"none", "numpy", "torch", "cupy",
                                                           "jax",  "jitkernel", "other"};
@@ -68,6 +73,7 @@ struct FrameworkCache {
   bool converter_known[kNumFrameworks] = {};
   nb::object torch_capsule_converter;  // DLPack capsule -> torch.Tensor
   nb::object torch_strided;
+  nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
 };
 
 std::unordered_map<PyTypeObject*, TypeInfo>& type_cache() {
@@ -97,6 +103,8 @@ TypeInfo& classify(nb::handle obj) {
   TypeInfo info;
   info.kind = kind_from(nb::cast<std::string>(r[0]));
   info.framework = framework_from(nb::cast<std::string>(r[1]));
+  if (info.kind == Kind::TorchTensor)
+    info.exchange = exchange_api_of(nb::handle(reinterpret_cast<PyObject*>(tp)));
   Py_INCREF(reinterpret_cast<PyObject*>(tp));
   return cache.emplace(tp, info).first->second;
 }
@@ -227,6 +235,19 @@ std::pair<int, int> dlpack_device(nb::handle obj, const char* argument, const It
   }
 }
 
+// Tensor.is_neg(t), through the cached unbound method (no bound-method object per call).
+bool torch_is_neg(nb::handle t) {
+  FrameworkCache& fc = framework_cache();
+  if (!fc.torch_is_neg.is_valid())
+    fc.torch_is_neg = nb::module_::import_("torch").attr("Tensor").attr("is_neg");
+  PyObject* r = PyObject_CallOneArg(fc.torch_is_neg.ptr(), t.ptr());
+  if (r == nullptr) throw nb::python_error();
+  const int truth = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (truth < 0) throw nb::python_error();
+  return truth == 1;
+}
+
 // An exact torch.Tensor read through its attributes instead of DLPack: valid
 // when the launch runs on torch's current stream (no ordering needed). Returns
 // false for tensors DLPack must handle (sparse/other layouts, complex: conj bits).
@@ -238,30 +259,21 @@ bool torch_view(nb::handle t, int device, const char* argument, const ItemRef& w
   if (!nb::object(t.attr("layout")).is(fc.torch_strided)) return false;
   DType dtype = dtype_arg(t.attr("dtype"), argument, where);
   if (dtype == DType::Complex64) return false;
-  ArrayView v;
+  ArrayView& v = *out;
   v.dtype = dtype;
   v.device = device;
   nb::tuple shape = nb::cast<nb::tuple>(t.attr("shape"));
   nb::tuple strides = nb::cast<nb::tuple>(t.attr("stride")());
-  v.shape.reserve(shape.size());
-  v.strides.reserve(shape.size());
+  v.shape.clear();
+  v.strides.clear();
   for (std::size_t i = 0; i < shape.size(); ++i) {
     v.shape.push_back(PyLong_AsLongLong(shape[i].ptr()));
     v.strides.push_back(PyLong_AsLongLong(strides[i].ptr()));
   }
   if (PyErr_Occurred()) throw nb::python_error();
   v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(t.attr("data_ptr")()));
-  *out = std::move(v);
   return true;
 }
-
-// An input or output whose import waits until the launch stream is known.
-struct PendingArray {
-  std::size_t index;
-  nb::handle obj;
-  TypeInfo* info;  // null for jk.Array
-  int device;
-};
 
 // A strong reference to a Python object, as an opaque owner the core can hold
 // (DeviceBuffer::keep_alive). Released with the GIL taken, and not at all once
@@ -351,17 +363,29 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       *is_host = true;
       return Framework::None;
     }
-    case Kind::TorchTensor:
+    case Kind::TorchTensor: {
       // data_ptr() and DLPack (even torch's __dlpack__) both drop the lazy
       // negation of a view like z.conj().imag: its raw memory holds -values.
-      if (PyObject_IsTrue(nb::object(item.attr("is_neg")()).ptr()) == 1)
+      if (torch_is_neg(item))
         throw ArgumentError(argument, where.prefix() + "the tensor has its negative bit set (a "
                                                        "lazily negated view such as "
                                                        "z.conj().imag); call .resolve_neg() first");
+      // The exchange API describes the tensor in one C call; anything it
+      // declines (or a host tensor) takes the attribute / DLPack path below.
+      if (info.exchange) {
+        dlpack::Tensor dl{};
+        if (info.exchange->dltensor_from_py_object_no_sync(item.ptr(), &dl) != 0) {
+          PyErr_Clear();
+        } else if (dl.device.device_type == dlpack::kCUDA) {
+          pending.push_back({index, item, &info, dl.device.device_id, true, dl});
+          return Framework::Torch;
+        }
+      }
       if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
         pending.push_back({index, item, &info, nb::cast<int>(item.attr("get_device")())});
         return Framework::Torch;
       }
+    }
       [[fallthrough]];  // CPU (or other-device) tensors: DLPack decides
     case Kind::DLPack: {
       auto [type, id] = dlpack_device(item, argument, where);
@@ -384,22 +408,34 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
   }
 }
 
-// Imports a pending device array for a launch on `stream`.
-ImportedTensor import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
-                              Borrowed& borrowed, const char* argument, const ItemRef& where) {
-  ImportedTensor t;
+// Imports a pending device array for a launch on `stream` into `out` (whose
+// vectors' capacity is reused). Returns whether the array is read-only.
+bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
+                    Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out) {
   if (!p.info) {  // jk.Array: order the launch after the stream that produced it
     const PyArray* a = jk_array_ptr(p.obj);
     if (a->stream != stream)
       cuda::stream_wait(a->array.view.device, reinterpret_cast<cuda::CUstream>(stream),
                         reinterpret_cast<cuda::CUstream>(a->stream));
-    t.view = a->array.view;
-    return t;
+    out = a->array.view;
+    return false;
   }
-  if (torch_direct && p.info->kind == Kind::TorchTensor &&
-      torch_view(p.obj, p.device, argument, where, &t.view))
-    return t;
-  return dlpack_import(p.obj, *p.info, stream, borrowed, argument, where);
+  if (torch_direct && p.info->kind == Kind::TorchTensor) {
+    // Complex tensors go through DLPack, which honours their conj bit.
+    if (p.has_dltensor && p.dltensor.dtype.code != dlpack::kComplexCode &&
+        view_from_dltensor(p.dltensor, out))
+      return false;
+    if (torch_view(p.obj, p.device, argument, where, &out)) return false;
+  }
+  ImportedTensor t = dlpack_import(p.obj, *p.info, stream, borrowed, argument, where);
+  out = std::move(t.view);
+  return t.read_only;
+}
+
+// The ArrayView alternative of a reused input slot (keeping its capacity).
+ArrayView& array_slot(cuda::KernelInput& slot) {
+  if (!std::holds_alternative<ArrayView>(slot)) slot.emplace<ArrayView>();
+  return std::get<ArrayView>(slot);
 }
 
 template <typename Fn>
@@ -409,6 +445,13 @@ void for_each_item(nb::handle seq, Fn&& fn) {
 }
 
 }  // namespace
+
+// The exchange API of the first pending torch tensor that came through it.
+const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending) {
+  for (const PendingArray& p : pending)
+    if (p.info && p.info->framework == Framework::Torch) return p.has_dltensor ? p.info->exchange : nullptr;
+  return nullptr;
+}
 
 // ---------------------------------------------------------------------------
 // Small parsers.
@@ -465,13 +508,19 @@ Dim3 dim3_arg(nb::handle value, const char* argument) {
 }
 
 std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where) {
+  std::vector<std::int64_t> shape;
+  shape_into(value, argument, where, shape);
+  return shape;
+}
+
+void shape_into(nb::handle value, const char* argument, const ItemRef& where,
+                std::vector<std::int64_t>& shape) {
   if (!(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
     throw ArgumentTypeError(argument, where.prefix() + "a shape must be a tuple or list of "
                                                        "non-negative ints, got " +
                                           py_type_name(value));
-  std::vector<std::int64_t> shape;
+  shape.clear();
   const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
-  shape.reserve(n);
   std::int64_t total = 1;
   for (std::size_t i = 0; i < n; ++i) {
     nb::handle item = seq_item(value, i);
@@ -489,7 +538,6 @@ std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, cons
     total *= d;
     shape.push_back(d);
   }
-  return shape;
 }
 
 std::optional<double> init_value_arg(nb::handle value) {
@@ -612,17 +660,22 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
 
 std::vector<DType> output_dtypes_arg(nb::handle output_dtypes,
                                      const std::vector<std::string>* names) {
+  std::vector<DType> dtypes;
+  output_dtypes_into(output_dtypes, names, dtypes);
+  return dtypes;
+}
+
+void output_dtypes_into(nb::handle output_dtypes, const std::vector<std::string>* names,
+                        std::vector<DType>& dtypes) {
   std::size_t n = sequence_arg(output_dtypes, "output_dtypes", "a list of dtypes, one per output");
   if (names && n != names->size())
     throw ArgumentError("output_dtypes", "expected " + count_noun(names->size(), "dtype") +
                                              " (output_names: " + joined(*names) + "), got " +
                                              std::to_string(n));
-  std::vector<DType> dtypes;
-  dtypes.reserve(n);
+  dtypes.clear();
   for_each_item(output_dtypes, [&](std::size_t i, nb::handle item) {
     dtypes.push_back(dtype_arg(item, "output_dtypes", ItemRef{"output", i, names}));
   });
-  return dtypes;
 }
 
 static std::size_t checked_input_count(nb::handle inputs, const std::vector<std::string>* names) {
@@ -672,12 +725,31 @@ std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
   return out;
 }
 
+ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& where,
+                          Borrowed& borrowed, bool* read_only) {
+  std::vector<PendingArray> pending;
+  ArrayView view;
+  bool is_host = false;
+  classify_array(item, 0, argument, where, borrowed, pending, &view, &is_host);
+  if (!is_host)
+    throw ArgumentTypeError(argument, where.prefix() + "expected an array in CPU memory (NumPy, "
+                                                       "PyTorch CPU tensors, ...), got a device "
+                                                       "array (" + py_type_name(item) + ")");
+  // NumPy-style arrays say so in flags.writeable; other host arrays count as writable.
+  nb::object flags = nb::getattr(item, "flags", nb::none());
+  *read_only = !flags.is_none() && nb::hasattr(flags, "writeable") &&
+               !nb::cast<bool>(flags.attr("writeable"));
+  return view;
+}
+
 // ---------------------------------------------------------------------------
 // The whole call.
 
 void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out) {
   const auto* in_names = in.input_names;
   const auto* out_names = in.output_names;
+  out.release();
+  std::vector<PendingArray>& pending = out.pending;
 
   // outputs= (imported once the stream is known).
   const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();
@@ -701,12 +773,18 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
       throw ArgumentError("output_shapes", "expected " + count_noun(out_names->size(), "shape") +
                                                " (output_names: " + joined(*out_names) +
                                                "), got " + std::to_string(n));
-    args.output_shapes.reserve(n);
+    args.output_shapes.resize(n);
     for_each_item(in.output_shapes, [&](std::size_t i, nb::handle item) {
-      args.output_shapes.push_back(shape_arg(item, "output_shapes", ItemRef{"output", i, out_names}));
+      shape_into(item, "output_shapes", ItemRef{"output", i, out_names}, args.output_shapes[i]);
     });
+  } else {
+    args.output_shapes.clear();
   }
-  if (have_dtypes) args.output_dtypes = output_dtypes_arg(in.output_dtypes, out_names);
+  if (have_dtypes) {
+    output_dtypes_into(in.output_dtypes, out_names, args.output_dtypes);
+  } else {
+    args.output_dtypes.clear();
+  }
   if (have_shapes && have_dtypes && args.output_shapes.size() != args.output_dtypes.size())
     throw ArgumentError("output_dtypes", "has " + std::to_string(args.output_dtypes.size()) +
                                              " entries but output_shapes has " +
@@ -727,29 +805,28 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
 
   // Inputs: scalars and host arrays now, device arrays once the stream is known.
   const std::size_t n_inputs = checked_input_count(in.inputs, in_names);
-  args.inputs.reserve(n_inputs);
-  std::vector<PendingArray> pending;
+  args.inputs.resize(n_inputs);
   Framework framework = Framework::None;
   int framework_device = 0;
   for_each_item(in.inputs, [&](std::size_t i, nb::handle item) {
     ItemRef where{"input", i, in_names};
     Scalar s;
     if (scalar_value(item, in.widen_int_scalars, "inputs", where, &s)) {
-      args.inputs.emplace_back(s);
+      args.inputs[i] = s;
       return;
     }
     ArrayView host;
     bool is_host = false;
     Framework fw = classify_array(item, i, "inputs", where, out.borrowed, pending, &host, &is_host);
     if (is_host) {
-      args.inputs.emplace_back(std::move(host));
+      args.inputs[i] = std::move(host);
       return;
     }
     if (framework == Framework::None) {
       framework = fw;
       framework_device = pending.back().device;
     }
-    args.inputs.emplace_back(ArrayView{});  // filled below
+    array_slot(args.inputs[i]);  // filled below
   });
 
   // The launch stream.
@@ -759,7 +836,16 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
     args.launch.stream = *explicit_stream;
     if (!PyLong_Check(in.stream.ptr())) stream_owner = nb::borrow(in.stream);
   } else if (framework == Framework::Torch || framework == Framework::CuPy) {
-    args.launch.stream = framework_current_stream(framework, framework_device, &stream_owner);
+    const dlpack::ExchangeAPI* api =
+        framework == Framework::Torch ? first_exchange_api(pending) : nullptr;
+    void* current = nullptr;
+    if (api != nullptr && api->current_work_stream(dlpack::kCUDA, framework_device, &current) == 0) {
+      args.launch.stream = reinterpret_cast<std::uintptr_t>(current);
+      out.exchange = api;
+    } else {
+      if (api != nullptr) PyErr_Clear();
+      args.launch.stream = framework_current_stream(framework, framework_device, &stream_owner);
+    }
     out.stream_is_framework_current = true;
   } else {
     args.launch.stream = 0;
@@ -773,16 +859,15 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
 
   for (const PendingArray& p : pending) {
     ItemRef where{"input", p.index, in_names};
-    args.inputs[p.index] =
-        import_pending(p, stream, torch_direct, out.borrowed, "inputs", where).view;
+    import_pending(p, stream, torch_direct, out.borrowed, "inputs", where,
+                   std::get<ArrayView>(args.inputs[p.index]));
   }
 
   // Caller-provided outputs: device arrays only, writable.
   if (have_provided) {
-    args.provided_outputs.reserve(n_provided);
+    args.provided_outputs.resize(n_provided);
     for_each_item(in.outputs, [&](std::size_t j, nb::handle item) {
       ItemRef where{"output", j, out_names};
-      std::vector<PendingArray> one;
       ArrayView host;
       bool is_host = false;
       if (!is_jk_array(item)) {
@@ -796,29 +881,41 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
                                                               "arrays, got host memory (" +
                                                                  py_type_name(item) + ")");
       }
-      classify_array(item, j, "outputs", where, out.borrowed, one, &host, &is_host);
+      classify_array(item, j, "outputs", where, out.borrowed, pending, &host, &is_host);
       if (is_host)
         throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
                                                             "got host memory (" +
                                                                py_type_name(item) + ")");
-      ImportedTensor t = import_pending(one.back(), stream, torch_direct, out.borrowed, "outputs", where);
-      if (t.read_only)
-        throw ArgumentError("outputs", where.prefix() + "the array is read-only");
-      args.provided_outputs.push_back(std::move(t.view));
+      const bool read_only = import_pending(pending.back(), stream, torch_direct, out.borrowed,
+                                            "outputs", where, args.provided_outputs[j]);
+      pending.pop_back();
+      if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
     });
-    if (!have_shapes)
-      for (const auto& v : args.provided_outputs) args.output_shapes.push_back(v.shape);
+    if (!have_shapes) {
+      args.output_shapes.resize(n_provided);
+      for (std::size_t j = 0; j < n_provided; ++j) args.output_shapes[j] = args.provided_outputs[j].shape;
+    }
     if (!have_dtypes)
       for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
+  } else {
+    args.provided_outputs.clear();
   }
 }
 
 nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call) {
-  nb::list out;
-  if (call.provided_outputs.is_valid()) {
-    for_each_item(call.provided_outputs, [&](std::size_t, nb::handle item) { out.append(item); });
-    return out;
+  if (call.provided_outputs.is_valid()) {  // the caller's arrays, in a new list
+    PyObject* seq = call.provided_outputs.ptr();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    nb::list given = nb::steal<nb::list>(PyList_New(n));
+    if (!given.is_valid()) throw nb::python_error();
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+      Py_INCREF(item);
+      PyList_SET_ITEM(given.ptr(), i, item);
+    }
+    return given;
   }
+  nb::list out;
   const Framework fw = call.framework;
   nb::handle converter;
   if (fw == Framework::Torch || fw == Framework::CuPy || fw == Framework::Jax)
@@ -829,6 +926,18 @@ nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCa
   // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
   const bool capsule_direct = fw == Framework::Torch && call.stream_is_framework_current;
   if (converter_valid && capsule_direct) converter = torch_capsule_converter();
+  if (capsule_direct && call.exchange != nullptr) {
+    // Straight into torch tensors through its exchange API (no capsule, no Python call).
+    for (auto& r : results) {
+      dlpack::ManagedTensorVersioned* managed = export_managed(r);
+      void* tensor = nullptr;
+      // The callee owns `managed` from here, whatever it returns.
+      if (call.exchange->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor)
+        throw nb::python_error();
+      out.append(nb::steal(static_cast<PyObject*>(tensor)));
+    }
+    return out;
+  }
   for (auto& r : results) {
     if (converter_valid && capsule_direct) {
       out.append(converter(export_capsule(r, false)));

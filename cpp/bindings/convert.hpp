@@ -9,15 +9,18 @@
 // Rules (python/jitkernel/_arrays.py and _streams.py hold the Python halves):
 // - inputs: device arrays via DLPack (`__dlpack__(stream=<launch stream>)`,
 //   capsules consumed and released after the launch is enqueued; exact
-//   torch.Tensor / nn.Parameter on torch's current stream is read without DLPack),
+//   torch.Tensor / nn.Parameter on torch's current stream is read without
+//   __dlpack__: through torch's DLPack C exchange API (torch >= 2.10), else
+//   its attributes),
 //   jk.Array directly, NumPy / ml_dtypes / host DLPack arrays as host views
 //   (the core uploads them), Python and NumPy scalars by value.
 // - stream: None -> the current stream of the first device-array input's
 //   framework (torch, CuPy), else the legacy default stream (0); an int
 //   handle; an object with __cuda_stream__; torch / CuPy stream objects.
 // - outputs: returned in the framework of the first device-array input
-//   (zero-copy through DLPack), jk.Array without one, or the caller's
-//   `outputs=` objects themselves.
+//   (zero-copy through DLPack; torch on its current stream through the
+//   exchange API when it gave the inputs), jk.Array without one, or the
+//   caller's `outputs=` objects themselves.
 #pragma once
 
 #include <cstdint>
@@ -56,14 +59,49 @@ struct CallInputs {
   bool widen_int_scalars = true;
 };
 
+struct TypeInfo;  // what a Python type is (convert.cpp)
+
+// A device array (input or `outputs=` entry) whose import waits until the
+// launch stream is known.
+struct PendingArray {
+  std::size_t index;
+  nb::handle obj;
+  TypeInfo* info;  // null for jk.Array
+  int device;
+  // The producer's DLTensor from its DLPack exchange API (torch), read once at
+  // classification; valid while `obj` lives and is not resized.
+  bool has_dltensor = false;
+  dlpack::Tensor dltensor{};
+};
+
 // What convert_call learned that the launch itself does not need. Keep it
 // alive until the launch has been enqueued, then pass it to wrap_outputs.
+// Both it and the CallArguments may be reused for the next call (release()
+// in between): convert_call then writes into the existing vectors, so a
+// steady stream of calls allocates nothing for its arguments.
 struct ConvertedCall {
   Borrowed borrowed;
   Framework framework = Framework::None;     // of the first device-array input
   std::uintptr_t stream = 0;                 // the launch stream (also in args.launch.stream)
   bool stream_is_framework_current = false;  // `stream` is that framework's current stream
   nb::handle provided_outputs;               // the caller's `outputs=` sequence, or null
+  std::vector<PendingArray> pending;         // convert_call's working list
+  // The DLPack exchange API of the inputs' framework (torch >= 2.10), when it
+  // gave the launch stream: outputs go back through it too.
+  const dlpack::ExchangeAPI* exchange = nullptr;
+
+  // Drops every reference to the call's Python objects (consumed DLPack
+  // tensors included), keeping the vectors' capacity.
+  void release() {
+    borrowed.imports.clear();
+    borrowed.objects.clear();
+    pending.clear();
+    provided_outputs = nb::handle();
+    framework = Framework::None;
+    stream = 0;
+    stream_is_framework_current = false;
+    exchange = nullptr;
+  }
 };
 
 // Validates and converts into `args` (inputs, output shapes/dtypes, provided
@@ -77,12 +115,22 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
 // The results of a launch as the call's return value (a list).
 nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call);
 
+// An array in CPU memory (NumPy / ml_dtypes arrays, host DLPack arrays such
+// as PyTorch CPU tensors) as a host view, for backends that read host memory
+// directly (Metal's unified memory). ArgumentTypeError naming `argument` for
+// device arrays and non-arrays. `borrowed` keeps what the view reads alive;
+// `read_only` is set for arrays whose flags.writeable is False (NumPy).
+ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& where,
+                          Borrowed& borrowed, bool* read_only);
+
 // Signature-only conversion (dtypes, ndims, scalar or not) for source() /
 // compile(): no CUDA, no data access, no DLPack export of device arrays.
 std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
                                                const std::vector<std::string>* names,
                                                bool widen_int_scalars);
 std::vector<DType> output_dtypes_arg(nb::handle output_dtypes, const std::vector<std::string>* names);
+void output_dtypes_into(nb::handle output_dtypes, const std::vector<std::string>* names,
+                        std::vector<DType>& dtypes);
 
 // A Python or NumPy scalar by value: bool -> bool, int -> int32 (int64 when
 // `widen_int` and out of int32 range, else ArgumentError), float -> float32,
@@ -94,6 +142,9 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
 // Small argument parsers (typed errors naming `argument`).
 Dim3 dim3_arg(nb::handle value, const char* argument);
 std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where);
+// shape_arg into an existing vector (its capacity reused).
+void shape_into(nb::handle value, const char* argument, const ItemRef& where,
+                std::vector<std::int64_t>& shape);
 std::optional<double> init_value_arg(nb::handle value);
 // None -> nullopt (convert_call then takes the inputs' framework's stream).
 std::optional<std::uintptr_t> stream_arg(nb::handle value);

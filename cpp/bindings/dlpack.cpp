@@ -135,12 +135,15 @@ ImportedTensor import_capsule(nb::handle capsule, DLPackImport& owner, const cha
   return out;
 }
 
-nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
+namespace {
+
+// The context of an export and the DLTensor describing `array`.
+std::unique_ptr<ExportContext> export_context(const cuda::OwnedArray& array, dlpack::Tensor& tensor) {
   auto ctx = std::make_unique<ExportContext>();
   ctx->buffer = array.buffer;
   ctx->shape = array.view.shape;
   ctx->strides = array.view.strides;
-  dlpack::Tensor tensor{};
+  tensor = dlpack::Tensor{};
   tensor.data = array.view.data;
   tensor.device = {dlpack::kCUDA, array.view.device};
   tensor.ndim = array.view.ndim();
@@ -149,14 +152,25 @@ nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
   tensor.shape = ctx->shape.data();
   tensor.strides = ctx->strides.data();
   tensor.byte_offset = 0;
+  return ctx;
+}
 
+void fill_versioned(ExportContext& ctx, const dlpack::Tensor& tensor) {
+  ctx.versioned.version = {1, 0};
+  ctx.versioned.manager_ctx = &ctx;
+  ctx.versioned.deleter = &delete_versioned;
+  ctx.versioned.flags = 0;
+  ctx.versioned.dl_tensor = tensor;
+}
+
+}  // namespace
+
+nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
+  dlpack::Tensor tensor;
+  auto ctx = export_context(array, tensor);
   PyObject* capsule;
   if (versioned) {
-    ctx->versioned.version = {1, 0};
-    ctx->versioned.manager_ctx = ctx.get();
-    ctx->versioned.deleter = &delete_versioned;
-    ctx->versioned.flags = 0;
-    ctx->versioned.dl_tensor = tensor;
+    fill_versioned(*ctx, tensor);
     capsule = PyCapsule_New(&ctx->versioned, kVersioned, &destroy_versioned_capsule);
   } else {
     ctx->plain.dl_tensor = tensor;
@@ -167,6 +181,53 @@ nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
   if (!capsule) throw nb::python_error();
   ctx.release();  // the capsule (then its consumer) owns the context now
   return nb::steal(capsule);
+}
+
+dlpack::ManagedTensorVersioned* export_managed(const cuda::OwnedArray& array) {
+  dlpack::Tensor tensor;
+  auto ctx = export_context(array, tensor);
+  fill_versioned(*ctx, tensor);
+  return &ctx.release()->versioned;
+}
+
+const dlpack::ExchangeAPI* exchange_api_of(nb::handle type) {
+  PyObject* attr = PyObject_GetAttrString(type.ptr(), "__dlpack_c_exchange_api__");
+  if (attr == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const dlpack::ExchangeAPI* api = nullptr;
+  if (PyCapsule_IsValid(attr, "dlpack_exchange_api")) {
+    api = static_cast<const dlpack::ExchangeAPI*>(PyCapsule_GetPointer(attr, "dlpack_exchange_api"));
+  } else if (PyLong_Check(attr)) {  // early producers gave the address as an int
+    api = static_cast<const dlpack::ExchangeAPI*>(PyLong_AsVoidPtr(attr));
+  }
+  Py_DECREF(attr);
+  if (PyErr_Occurred()) PyErr_Clear();
+  // The table stays alive for the process (the protocol's rule), so the pointer outlives `attr`.
+  if (api == nullptr || api->header.version.major != 1 || api->header.version.minor < 2 ||
+      api->dltensor_from_py_object_no_sync == nullptr || api->current_work_stream == nullptr ||
+      api->managed_tensor_to_py_object_no_sync == nullptr)
+    return nullptr;
+  return api;
+}
+
+bool view_from_dltensor(const dlpack::Tensor& t, ArrayView& view) {
+  if (t.device.device_type != dlpack::kCUDA || t.ndim < 0 || (t.ndim > 0 && !t.shape)) return false;
+  auto dtype = dtype_from_dlpack(t.dtype.code, t.dtype.bits, t.dtype.lanes);
+  if (!dtype) return false;
+  for (std::int32_t d = 0; d < t.ndim; ++d)
+    if (t.shape[d] < 0) return false;
+  view.dtype = *dtype;
+  view.device = t.device.device_id;
+  view.shape.assign(t.shape, t.shape + t.ndim);
+  if (t.strides) {
+    view.strides.assign(t.strides, t.strides + t.ndim);
+  } else {
+    view.strides = row_major_strides(view.shape);
+  }
+  view.data = static_cast<char*>(t.data) + t.byte_offset;
+  return true;
 }
 
 }  // namespace jk::py

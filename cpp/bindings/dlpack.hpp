@@ -58,6 +58,25 @@ struct ManagedTensorVersioned {  // capsule "dltensor_versioned" (DLPack >= 1.0)
   Tensor dl_tensor;
 };
 inline constexpr std::uint64_t kFlagReadOnly = 1;
+inline constexpr std::uint8_t kComplexCode = 5;  // DataType::code of complex types
+
+// The C exchange API of DLPack >= 1.2: a function table a producer type
+// offers as `type.__dlpack_c_exchange_api__` (a capsule named
+// "dlpack_exchange_api"), converting its tensors to and from DLPack without
+// Python calls. Field order as in dlpack.h's DLPackExchangeAPI.
+struct ExchangeAPIHeader {
+  Version version;
+  ExchangeAPIHeader* prev_api;
+};
+struct ExchangeAPI {
+  ExchangeAPIHeader header;
+  int (*managed_tensor_allocator)(Tensor* prototype, ManagedTensorVersioned** out, void* error_ctx,
+                                  void (*set_error)(void*, const char*, const char*));
+  int (*managed_tensor_from_py_object_no_sync)(void* py_object, ManagedTensorVersioned** out);
+  int (*managed_tensor_to_py_object_no_sync)(ManagedTensorVersioned* tensor, void** out_py_object);
+  int (*dltensor_from_py_object_no_sync)(void* py_object, Tensor* out);  // may be null
+  int (*current_work_stream)(std::int32_t device_type, std::int32_t device_id, void** out_stream);
+};
 
 // The `stream` value to pass to a producer's __dlpack__ for a CUstream handle:
 // the legacy default stream (handle 0) is spelled 1, as the spec asks.
@@ -103,6 +122,20 @@ struct ImportedTensor {
 // jk::ArgumentError/ArgumentTypeError naming `argument` and `where`.
 ImportedTensor import_capsule(nb::handle capsule, DLPackImport& owner, const char* argument,
                               const ItemRef& where);
+
+// The exchange API `type` offers, or null when it offers none jitkernel can use
+// (absent, another major version, or missing the functions the launch path
+// calls). Never raises.
+const dlpack::ExchangeAPI* exchange_api_of(nb::handle type);
+
+// `t` as an ArrayView when it is a CUDA device array of a dtype jitkernel
+// supports, with a valid shape (the view's vectors are reused); else false.
+bool view_from_dltensor(const dlpack::Tensor& t, ArrayView& view);
+
+// An owning versioned DLPack tensor exporting `array` (a device array
+// jitkernel owns): its deleter releases the buffer. For an exchange API's
+// managed_tensor_to_py_object_no_sync, which takes ownership.
+dlpack::ManagedTensorVersioned* export_managed(const cuda::OwnedArray& array);
 
 // A new capsule ("dltensor", or "dltensor_versioned" when `versioned`) that
 // exports `array` (a device array jitkernel owns). The capsule's manager

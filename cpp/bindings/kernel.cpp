@@ -1,11 +1,15 @@
-// `_core.CudaKernel` (the engine behind jitkernel.cuda_kernel) and
-// `_core.compile_cuda`: template arguments, the call (convert -> launch ->
-// wrap), source() and compile() without a GPU. Argument conversion lives in
-// convert.cpp; the Python class in python/jitkernel/_cuda_kernel.py adds the
-// keyword-only signature and the dict form.
+// `_core.CudaKernelBase` (the engine behind jitkernel.cuda_kernel; the Python
+// class jitkernel.CudaKernel in python/jitkernel/_cuda_kernel.py subclasses it
+// and adds the dict form) and `_core.compile_cuda`: the call (keyword parsing
+// in the type's call slot -> convert -> launch -> wrap), source() and
+// compile() without a GPU. Argument conversion lives in convert.cpp.
+#include <exception>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -13,84 +17,71 @@
 #include "convert.hpp"
 #include "dtypes.hpp"
 #include "hooks.hpp"
+#include "template_args.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/cuda/module_cache.hpp"
 
 namespace jk::py {
 namespace {
 
+// Empty `kernel` for a kernel made without input/output names: its calls go
+// to the Python subclass's _call_general (the dict form).
 struct PyCudaKernel {
-  cuda::CudaKernel kernel;
+  std::optional<cuda::CudaKernel> kernel;
   std::vector<std::string> input_names, output_names;  // for messages
 };
 
-// template=: None, a dict {name: value} or a sequence of (name, value) pairs;
-// values are ints, bools or dtype-likes.
-std::vector<TemplateArg> template_args(nb::handle value) {
-  std::vector<TemplateArg> out;
-  if (!value.is_valid() || value.is_none()) return out;
-  nb::object pairs;
-  if (PyDict_Check(value.ptr())) {
-    pairs = nb::list(nb::borrow<nb::dict>(value).items());
-  } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
-    pairs = nb::borrow(value);
-  } else {
-    throw ArgumentTypeError("template", "expected a list of (name, value) pairs or a dict, got " +
-                                           nb::cast<std::string>(nb::type_name(value.type())));
-  }
-  std::vector<std::string> names;
-  const std::size_t n = nb::len(pairs);
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    nb::handle pair = pairs[i];
-    if (!(PyTuple_Check(pair.ptr()) || PyList_Check(pair.ptr())) || nb::len(pair) != 2)
-      throw ArgumentTypeError("template", "entry " + std::to_string(i) +
-                                              " must be a (name, value) pair, got " +
-                                              nb::cast<std::string>(nb::repr(pair)));
-    nb::handle name = pair[0], v = pair[1];
-    if (!PyUnicode_Check(name.ptr()))
-      throw ArgumentTypeError("template", "entry " + std::to_string(i) +
-                                              ": names must be strings, got " +
-                                              nb::cast<std::string>(nb::repr(name)));
-    TemplateArg arg;
-    arg.name = nb::cast<std::string>(name);
-    names.push_back(arg.name);
-    const ItemRef where{"entry", i, &names};
-    Scalar s;
-    std::int64_t iv = 0;
-    IntResult ir;
-    if (is_jk_dtype(v)) {
-      arg.kind = TemplateArg::Kind::DType;
-      arg.dtype = dtype_arg(v, "template", where);
-    } else if (PyBool_Check(v.ptr())) {
-      arg.kind = TemplateArg::Kind::Bool;
-      arg.int_value = v.ptr() == Py_True;
-    } else if ((ir = int_value(v, &iv)) != IntResult::NotInt) {
-      if (ir == IntResult::Overflow)
-        throw ArgumentError("template", where.prefix() + nb::cast<std::string>(nb::repr(v)) +
-                                            " does not fit in int64");
-      arg.kind = TemplateArg::Kind::Int;
-      arg.int_value = iv;
-    } else if (PyFloat_Check(v.ptr()) || PyComplex_Check(v.ptr()) ||
-               scalar_value(v, true, "template", where, &s)) {
-      // NumPy bool scalars are bools; any other number is not a template value.
-      if (!PyFloat_Check(v.ptr()) && !PyComplex_Check(v.ptr()) && s.dtype == DType::Bool) {
-        arg.kind = TemplateArg::Kind::Bool;
-        arg.int_value = s.bytes[0] != 0;
-      } else {
-        throw ArgumentTypeError("template", where.prefix() +
-                                                "values must be ints, bools or dtypes, got " +
-                                                nb::cast<std::string>(nb::repr(v)));
-      }
-    } else {
-      arg.kind = TemplateArg::Kind::DType;
-      arg.dtype = dtype_arg(v, "template", where);
-    }
-    out.push_back(std::move(arg));
-  }
-  return out;
+PyTypeObject* g_kernel_type = nullptr;
+
+cuda::CudaKernel& named_kernel(PyCudaKernel& self) {
+  if (!self.kernel)
+    throw ArgumentError("inputs", "this kernel was made without input_names/output_names: pass "
+                                  "inputs and outputs as dicts keyed by name");
+  return *self.kernel;
 }
+const cuda::CudaKernel& named_kernel(const PyCudaKernel& self) {
+  return named_kernel(const_cast<PyCudaKernel&>(self));
+}
+
+// The argument storage of one call, reused by the next call on the same
+// thread (ConvertedCall): steady-state calls allocate nothing for their
+// arguments. A call made while another is converting on the same thread (a
+// Python callback calling a kernel) gets storage of its own.
+struct CallScratch {
+  cuda::KernelCall kc;
+  ConvertedCall conv;
+  bool busy = false;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local CallScratch shared;
+    if (!shared.busy) {
+      scratch_ = &shared;
+    } else {
+      own_ = std::make_unique<CallScratch>();
+      scratch_ = own_.get();
+    }
+    scratch_->busy = true;
+  }
+  // Drops the call's references to Python objects and streams (after the launch).
+  ~ScratchLease() {
+    scratch_->conv.release();
+    scratch_->kc.args.launch.stream_keepalive.reset();
+    scratch_->kc.template_args.clear();
+    scratch_->busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  CallScratch& operator*() { return *scratch_; }
+
+ private:
+  CallScratch* scratch_ = nullptr;
+  std::unique_ptr<CallScratch> own_;
+};
 
 cuda::CompileTarget target_arg(const std::string& target) {
   if (target == "cubin") return cuda::CompileTarget::Cubin;
@@ -121,6 +112,7 @@ void check_arch(const std::string& arch, cuda::CompileTarget target) {
 
 CallSignature signature(const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
                         nb::handle tmpl) {
+  named_kernel(self);
   auto in = describe_inputs(inputs, &self.input_names, true);
   auto dtypes = output_dtypes_arg(output_dtypes, &self.output_names);
   return cuda::describe_call(in, dtypes, template_args(tmpl));
@@ -153,60 +145,193 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
     throw ArgumentTypeError("verbose", "expected True or False, got " +
                                            nb::cast<std::string>(nb::repr(verbose_arg)));
   const bool verbose = verbose_arg.ptr() == Py_True;
-  cuda::KernelCall kc;
-  ConvertedCall conv;
+  cuda::CudaKernel& kernel = named_kernel(self);
+  ScratchLease lease;
+  cuda::KernelCall& kc = (*lease).kc;
+  ConvertedCall& conv = (*lease).conv;
   convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
           init_value, stream, outputs);
   if (verbose) {
     auto sig = cuda::describe_call(kc.args.inputs, kc.args.output_dtypes, kc.template_args);
-    nb::print(nb::str(self.kernel.generate(sig).source.c_str()));
+    nb::print(nb::str(kernel.generate(sig).source.c_str()));
   }
   ensure_toolkit();
-  std::vector<cuda::OwnedArray> results = self.kernel(kc);
+  std::vector<cuda::OwnedArray> results = kernel(kc);
   return wrap_outputs(std::move(results), conv);
-  // `conv` goes here: consumed DLPack tensors are released after the launch.
+  // The lease ends here: consumed DLPack tensors are released after the launch.
 }
+
+// ---------------------------------------------------------------------------
+// kernel(inputs=..., ...): the instance's tp_call, so that a call is one C
+// function: it takes the keyword arguments out of the dict, then runs `_call`'s
+// C++ (list form, names known) or the Python subclass's `_call_general`.
+
+// The keywords in `_call`'s parameter order.
+constexpr const char* kCallKeywords[] = {"inputs", "output_shapes", "output_dtypes", "grid",
+                                         "threadgroup", "template", "init_value", "stream",
+                                         "outputs", "verbose"};
+constexpr int kNumCallKeywords = 10;
+constexpr int kRequired[] = {0, 3, 4};  // inputs, grid, threadgroup
+
+struct CallSlotCache {
+  PyObject* keywords[kNumCallKeywords] = {};  // interned
+  PyObject* reraise = nullptr;                // _core._reraise_pending
+  PyObject* general_name = nullptr;           // "_call_general"
+};
+
+// A C++ exception caught in the call slot, handed to nanobind's exception
+// translation by calling _core._reraise_pending, which rethrows it.
+thread_local std::exception_ptr t_pending_exception;
+
+void reraise_pending() {
+  std::exception_ptr p = std::move(t_pending_exception);
+  t_pending_exception = nullptr;
+  if (p) std::rethrow_exception(p);
+}
+
+CallSlotCache& call_slot_cache() {
+  static CallSlotCache cache;
+  return cache;
+}
+
+void clear_call_slot_cache() {
+  CallSlotCache& c = call_slot_cache();
+  for (PyObject*& k : c.keywords) Py_CLEAR(k);
+  Py_CLEAR(c.reraise);
+  Py_CLEAR(c.general_name);
+}
+
+bool init_call_slot_cache(CallSlotCache& c) {
+  for (int i = 0; i < kNumCallKeywords; ++i)
+    if (!(c.keywords[i] = PyUnicode_InternFromString(kCallKeywords[i]))) return false;
+  c.general_name = PyUnicode_InternFromString("_call_general");
+  PyObject* module = PyImport_ImportModule("jitkernel._core");
+  if (module == nullptr) return false;
+  c.reraise = PyObject_GetAttrString(module, "_reraise_pending");
+  Py_DECREF(module);
+  return c.general_name != nullptr && c.reraise != nullptr;
+}
+
+int keyword_index(const CallSlotCache& c, PyObject* key) {
+  for (int i = 0; i < kNumCallKeywords; ++i)
+    if (key == c.keywords[i]) return i;
+  for (int i = 0; i < kNumCallKeywords; ++i)  // keys built at run time are not interned
+    if (PyUnicode_Check(key) && PyUnicode_Compare(key, c.keywords[i]) == 0) return i;
+  return -1;
+}
+
+PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
+  CallSlotCache& c = call_slot_cache();
+  if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
+  const char* type_name = Py_TYPE(self)->tp_name;
+  if (args != nullptr && PyTuple_GET_SIZE(args) != 0) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s.__call__() takes keyword arguments only (inputs=..., grid=..., "
+                 "threadgroup=..., ...), got %zd positional",
+                 type_name, PyTuple_GET_SIZE(args));
+    return nullptr;
+  }
+  // values[0] is self, then the keywords in `_call`'s order.
+  PyObject* values[1 + kNumCallKeywords] = {self};
+  if (kwargs != nullptr) {
+    Py_ssize_t pos = 0;
+    PyObject *key = nullptr, *value = nullptr;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      const int i = keyword_index(c, key);
+      if (i < 0) {
+        PyErr_Format(PyExc_TypeError, "%s.__call__() got an unexpected keyword argument '%U'",
+                     type_name, key);
+        return nullptr;
+      }
+      values[1 + i] = value;
+    }
+  }
+  for (int i : kRequired) {
+    if (values[1 + i] == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s.__call__() missing required keyword argument '%s'",
+                   type_name, kCallKeywords[i]);
+      return nullptr;
+    }
+  }
+  for (int i = 0; i < kNumCallKeywords; ++i)
+    if (values[1 + i] == nullptr) values[1 + i] = i == kNumCallKeywords - 1 ? Py_False : Py_None;
+  // Dicts, and kernels made without names, take the Python path.
+  bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
+  for (int i : {0, 1, 2, 8}) general = general || PyDict_Check(values[1 + i]);
+  if (!general) {
+    // The list form, straight into `_call`'s C++ (no second argument dispatch).
+    PyObject** v = values + 1;
+    try {
+      return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+                  v[8], v[9])
+          .release()
+          .ptr();
+    } catch (nb::python_error& e) {
+      e.restore();
+    } catch (...) {
+      t_pending_exception = std::current_exception();
+      Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
+    }
+    return nullptr;
+  }
+  PyObject* method = PyObject_GetAttr(self, c.general_name);
+  if (method == nullptr) return nullptr;
+  PyObject* result = PyObject_Vectorcall(method, values + 1, kNumCallKeywords, nullptr);
+  Py_DECREF(method);
+  return result;
+}
+
+PyType_Slot kKernelSlots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
-  nb::class_<PyCudaKernel>(m, "CudaKernel",
-                           "The C++ kernel object behind jitkernel.cuda_kernel (internal).")
-      .def(
+  on_clear_caches(&clear_call_slot_cache);
+  auto cls = nb::class_<PyCudaKernel>(
+      m, "CudaKernelBase",
+      "The C++ kernel object behind jitkernel.cuda_kernel (internal; jitkernel.CudaKernel "
+      "subclasses it). Calling it with keyword arguments runs the kernel.",
+      nb::type_slots(kKernelSlots));
+  cls.def(
           "__init__",
-          [](PyCudaKernel* self, std::string name, std::vector<std::string> input_names,
-             std::vector<std::string> output_names, std::string source, std::string header,
-             bool ensure_row_contiguous, int shared_memory) {
+          [](PyCudaKernel* self, std::string name,
+             std::optional<std::vector<std::string>> input_names,
+             std::optional<std::vector<std::string>> output_names, std::string source,
+             std::string header, bool ensure_row_contiguous, int shared_memory) {
+            if (!input_names || !output_names) {  // names come with each call (dict form)
+              new (self) PyCudaKernel{std::nullopt, {}, {}};
+              return;
+            }
             CudaKernelSpec spec;
             spec.name = std::move(name);
-            spec.input_names = input_names;
-            spec.output_names = output_names;
+            spec.input_names = *input_names;
+            spec.output_names = *output_names;
             spec.source = std::move(source);
             spec.header = std::move(header);
             spec.ensure_row_contiguous = ensure_row_contiguous;
             spec.shared_memory = shared_memory;
-            new (self) PyCudaKernel{cuda::CudaKernel(std::move(spec)), std::move(input_names),
-                                    std::move(output_names)};
+            new (self) PyCudaKernel{cuda::CudaKernel(std::move(spec)), std::move(*input_names),
+                                    std::move(*output_names)};
           },
-          "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a,
+          "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a, "header"_a,
           "ensure_row_contiguous"_a, "shared_memory"_a)
-      .def_prop_ro("input_names", [](const PyCudaKernel& k) { return k.input_names; })
-      .def_prop_ro("output_names", [](const PyCudaKernel& k) { return k.output_names; })
-      .def("call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
+      .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
-      .def("source",
+      .def("_source",
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl) {
-             return self.kernel.generate(signature(self, inputs, output_dtypes, tmpl)).source;
+             return named_kernel(self).generate(signature(self, inputs, output_dtypes, tmpl)).source;
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
-      .def("entry_name",
+      .def("_entry_name",
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl) {
-             return self.kernel.generate(signature(self, inputs, output_dtypes, tmpl)).entry_name;
+             return named_kernel(self)
+                 .generate(signature(self, inputs, output_dtypes, tmpl))
+                 .entry_name;
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
-      .def("compile",
+      .def("_compile",
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl, const std::string& arch, const std::string& target) {
              cuda::CompileTarget t = target_arg(target);
@@ -216,7 +341,7 @@ void bind(nb::module_& m) {
              std::string binary;
              {
                nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
-               binary = self.kernel.compile(sig, arch, t);
+               binary = named_kernel(self).compile(sig, arch, t);
              }
              return nb::bytes(binary.data(), binary.size());
            },
@@ -226,16 +351,18 @@ void bind(nb::module_& m) {
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
               nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
               nb::handle tmpl, nb::handle init_value, nb::handle stream, nb::handle outputs) {
-             cuda::KernelCall kc;
-             ConvertedCall conv;
-             convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup,
-                     tmpl, init_value, stream, outputs);
+             ScratchLease lease;
+             convert(self, (*lease).kc, (*lease).conv, inputs, output_shapes, output_dtypes, grid,
+                     threadgroup, tmpl, init_value, stream, outputs);
            },
            "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(),
            "Argument conversion of a call without the launch (to measure binding overhead).");
+  g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
 
+  m.def("_reraise_pending", &reraise_pending,
+        "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
   m.def(
       "compile_cuda",
       [](const std::string& source, const std::string& arch, const std::string& target,
@@ -246,7 +373,7 @@ void bind(nb::module_& m) {
         std::string binary;
         {
           nb::gil_scoped_release unlocked;
-          binary = cuda::compile_source(source, name, arch, t);
+          binary = cuda::compile_source_persistent(source, name, arch, t);
         }
         return nb::bytes(binary.data(), binary.size());
       },

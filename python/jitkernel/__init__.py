@@ -23,6 +23,7 @@ from ._errors import (
     CudaNotAvailableError,
     JitKernelError,
     KernelFaultError,
+    MetalNotAvailableError,
 )
 from ._dtypes import (
     DType,
@@ -43,7 +44,9 @@ from ._dtypes import (
     uint64,
 )
 from ._arrays import Array
+from ._cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
+from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
 from ._toolkit import toolkit_info
 
@@ -58,6 +61,11 @@ def cuda_available() -> bool:
 def device_count() -> int:
     """Number of CUDA GPUs (0 without a driver; never raises)."""
     return _core.device_count()
+
+
+def metal_available() -> bool:
+    """True when Metal kernels can run here (macOS on Apple silicon, jitkernel built with Metal; never raises)."""
+    return _core.metal_available()
 
 
 def synchronize(device: int | None = None) -> None:
@@ -101,8 +109,10 @@ _install()
 __all__ = [
     "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
+    "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",
     "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",
     "CudaError", "KernelFaultError",
+    "metal_kernel", "MetalKernel", "MetalKernelFunction", "metal_available", "MetalNotAvailableError",
 ]

@@ -1,6 +1,7 @@
 """Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
-it sees. Both exit non-zero when something is wrong.
+it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
+locates the compile cache folder.
 """
 from __future__ import annotations
 
@@ -41,10 +42,38 @@ def demo() -> int:
     return _demo.main()
 
 
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"
+
+
+def cache(action: str) -> int:
+    """`cache info` prints the folder and its state, `cache clear` empties it, `cache path` prints the folder."""
+    import jitkernel as jk
+
+    if action == "path":
+        print(jk.cache_path())
+        return 0
+    if action == "clear":
+        removed = jk.clear_cache()
+        print(f"removed {removed} cached kernel{'' if removed == 1 else 's'} from {jk.cache_path()}")
+        return 0
+    info = jk.cache_info()
+    print(f"path: {info.path}")
+    print(f"enabled: {'yes' if info.enabled else 'no (' + info.disabled_reason + ')'}")
+    print(f"entries: {info.entries}")
+    print(f"size: {_size(info.bytes)} of at most {_size(info.max_bytes)}")
+    return 0
+
+
 COMMANDS = {
     "demo": (demo, "run the exp example: launch and check against NumPy on a GPU; without one, print the "
                    "generated source and compile it to an sm_90a cubin"),
     "doctor": (doctor, "show the NVRTC library, CUDA include folders, driver and GPUs jitkernel finds"),
+    "cache": (cache, "show (info), empty (clear) or print the folder of (path) the compile cache"),
 }
 
 
@@ -53,16 +82,22 @@ def main(argv=None) -> int:
         prog="python -m jitkernel",
         description="jitkernel: write the body of a CUDA kernel, jitkernel generates the signature, "
                     "compiles it with NVRTC and launches it.",
-        epilog="examples:\n  python -m jitkernel demo\n  python -m jitkernel doctor",
+        epilog="examples:\n  python -m jitkernel demo\n  python -m jitkernel doctor\n"
+               "  python -m jitkernel cache info",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text, description=help_text)
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == "cache":
+            command.add_argument("action", choices=("info", "clear", "path"),
+                                 help="info: folder, state and size; clear: remove every entry; path: the folder")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "cache":
+        return cache(args.action)
     return COMMANDS[args.command][0]()
 
 

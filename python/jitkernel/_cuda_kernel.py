@@ -1,15 +1,17 @@
 """``jitkernel.cuda_kernel``: the MLX-compatible factory and kernel object, and ``jitkernel.compile_cuda``.
 
-The kernel object is a thin keyword-only front over ``_core.CudaKernel`` (cpp/bindings/kernel.cpp), which converts
-the arguments, generates, compiles (once per signature and device), launches and wraps the outputs. This module
-adds what is easiest in Python: argument checks of the factory, and the dict form of seed 000, where ``inputs``,
-``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by name, the factory's names may be omitted,
-and the call returns a dict.
+The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/kernel.cpp), which converts the arguments,
+generates, compiles (once per signature and device), launches and wraps the outputs. Calling a kernel whose
+input and output names are known, with lists, is one C function (the base type's call slot): no Python code of
+this module runs per call. This module adds what is easiest in Python: argument checks of the factory, and the
+dict form of seed 000, where ``inputs``, ``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by
+name, the factory's names may be omitted, and the call returns a dict (``_call_general``).
 """
 from __future__ import annotations
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError
+from ._kernel_front import resolve_call
 
 __all__ = ["CudaKernel", "cuda_kernel", "compile_cuda"]
 
@@ -33,27 +35,28 @@ def _str_arg(value, argument: str) -> str:
     return value
 
 
-def _dict_keys(value: dict, argument: str) -> tuple:
-    keys = tuple(value)
-    for key in keys:
-        if not isinstance(key, str):
-            raise ArgumentTypeError(argument, f"dict keys must be names (strings), got {key!r}")
-    return keys
+class CudaKernel(_core.CudaKernelBase):
+    """A CUDA kernel whose body is ``source``; call it with keyword arguments (see ``cuda_kernel``)::
 
+        kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+               init_value=None, verbose=False, stream=None, outputs=None)
 
-def _match_names(keys: tuple, names: tuple, argument: str, names_argument: str) -> None:
-    if set(keys) != set(names) or len(keys) != len(names):
-        raise ArgumentError(argument, f"the keys {list(keys)} do not match the kernel's {names_argument} "
-                                      f"{list(names)}")
-
-
-class CudaKernel:
-    """A CUDA kernel whose body is ``source``; call it with keyword arguments (see ``cuda_kernel``)."""
+    Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form).
+    ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
+    ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
+    ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
+    a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
+    """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
-                 "shared_memory", "_impl", "_impls")
+                 "shared_memory", "_impls")
 
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory):
+        # With both name lists known the C++ kernel is made (and the names validated) right away, and list-form
+        # calls go straight to it; without them each call's dicts name the arguments (_call_general).
+        named = input_names is not None and output_names is not None
+        super().__init__(name, list(input_names) if named else None, list(output_names) if named else None,
+                         source, header, ensure_row_contiguous, shared_memory)
         self.name = name
         self.input_names = input_names
         self.output_names = output_names
@@ -62,19 +65,18 @@ class CudaKernel:
         self.ensure_row_contiguous = ensure_row_contiguous
         self.shared_memory = shared_memory
         self._impls: dict = {}
-        # With both name lists known the C++ kernel is made (and the names validated) right away.
-        self._impl = self._impl_for(input_names, output_names) if input_names is not None and \
-            output_names is not None else None
 
     def __repr__(self) -> str:
         return (f"jitkernel.CudaKernel(name={self.name!r}, input_names={self.input_names!r}, "
                 f"output_names={self.output_names!r})")
 
     def _impl_for(self, input_names: tuple, output_names: tuple):
+        if input_names == self.input_names and output_names == self.output_names:
+            return self  # the names the kernel was made with: its own C++ kernel
         impl = self._impls.get((input_names, output_names))
         if impl is None:
-            impl = _core.CudaKernel(self.name, list(input_names), list(output_names), self.source_text,
-                                    self.header, self.ensure_row_contiguous, self.shared_memory)
+            impl = _core.CudaKernelBase(self.name, list(input_names), list(output_names), self.source_text,
+                                        self.header, self.ensure_row_contiguous, self.shared_memory)
             self._impls[(input_names, output_names)] = impl
         return impl
 
@@ -83,63 +85,27 @@ class CudaKernel:
 
         ``outputs_by_name``: (argument name, value) of the per-output arguments given (shapes, dtypes, outputs).
         """
-        dict_form = False
-        if isinstance(inputs, dict):
-            dict_form = True
-            in_names = _dict_keys(inputs, "inputs")
-            if self.input_names is not None:
-                _match_names(in_names, self.input_names, "inputs", "input_names")
-                in_names = self.input_names
-            inputs = [inputs[n] for n in in_names]
-        else:
-            in_names = self.input_names
-            if in_names is None:
-                raise ArgumentError("inputs", "this kernel was made without input_names: pass inputs as a dict "
-                                              "{name: array}, or give input_names to cuda_kernel()")
-        out_names = self.output_names
-        for argument, value in outputs_by_name:
-            if isinstance(value, dict):
-                dict_form = dict_form or argument != "outputs"
-                keys = _dict_keys(value, argument)
-                if out_names is None:
-                    out_names = keys
-                else:
-                    _match_names(keys, out_names, argument, "output names")
-        if out_names is None:
-            raise ArgumentError(outputs_by_name[0][0], "this kernel was made without output_names: pass "
-                                                       "output_shapes / output_dtypes as dicts {name: value}, "
-                                                       "or give output_names to cuda_kernel()")
+        in_names, inputs, out_names, dict_form = resolve_call(inputs, outputs_by_name, self.input_names,
+                                                              self.output_names, "cuda_kernel")
         return self._impl_for(in_names, out_names), inputs, out_names, dict_form
 
-    def __call__(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, outputs=None):
-        """Runs the kernel; returns the outputs as a list in output_names order (a dict in the dict form).
-
-        ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
-        ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
-        ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
-        a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
-        """
-        impl = self._impl
-        if impl is not None:  # names known: the C++ call checks everything, and declines dicts
-            results = impl.call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                stream, outputs, verbose)
-            if results is not NotImplemented:
-                return results
+    def _call_general(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
+                      outputs, verbose):
+        """A call with dicts, or to a kernel made without names (the base type's call slot sends those here)."""
         impl, inputs, out_names, dict_form = self._resolve(
             inputs, (("output_shapes", output_shapes), ("output_dtypes", output_dtypes), ("outputs", outputs)))
 
         def ordered(value):
             return [value[n] for n in out_names] if isinstance(value, dict) else value
 
-        results = impl.call(inputs, ordered(output_shapes), ordered(output_dtypes), grid, threadgroup, template,
-                            init_value, stream, ordered(outputs), verbose)
+        results = impl._call(inputs, ordered(output_shapes), ordered(output_dtypes), grid, threadgroup, template,
+                             init_value, stream, ordered(outputs), verbose)
         return dict(zip(out_names, results)) if dict_form else results
 
     def _signature_args(self, inputs, output_dtypes):
-        impl = self._impl
-        if impl is not None and not (isinstance(inputs, dict) or isinstance(output_dtypes, dict)):
-            return impl, inputs, output_dtypes
+        if self.input_names is not None and self.output_names is not None and \
+                not (isinstance(inputs, dict) or isinstance(output_dtypes, dict)):
+            return self, inputs, output_dtypes
         impl, inputs, out_names, _ = self._resolve(inputs, (("output_dtypes", output_dtypes),))
         if isinstance(output_dtypes, dict):
             output_dtypes = [output_dtypes[n] for n in out_names]
@@ -148,19 +114,19 @@ class CudaKernel:
     def source(self, *, inputs, output_dtypes, template=None) -> str:
         """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed."""
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.source(inputs, output_dtypes, template)
+        return impl._source(inputs, output_dtypes, template)
 
     def entry_name(self, *, inputs, output_dtypes, template=None) -> str:
         """The generated kernel's extern "C" symbol for these arguments."""
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.entry_name(inputs, output_dtypes, template)
+        return impl._entry_name(inputs, output_dtypes, template)
 
     def compile(self, *, inputs, output_dtypes, template=None, arch="sm_90a", target="cubin") -> bytes:
         """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed."""
         _str_arg(arch, "arch")
         _str_arg(target, "target")
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.compile(inputs, output_dtypes, template, arch, target)
+        return impl._compile(inputs, output_dtypes, template, arch, target)
 
 
 def cuda_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,

@@ -12,6 +12,7 @@ __all__ = [
     "ArgumentTypeError",
     "CompileError",
     "CudaNotAvailableError",
+    "MetalNotAvailableError",
     "CudaError",
     "KernelFaultError",
 ]
@@ -69,6 +70,11 @@ class CudaNotAvailableError(JitKernelError, RuntimeError):
         return cls(message)
 
 
+class MetalNotAvailableError(JitKernelError, RuntimeError):
+    """A Metal kernel was called where Metal cannot run: this needs macOS on Apple silicon (jitkernel built there,
+    with its Metal backend). Making the kernel and ``kernel.source(...)`` works everywhere."""
+
+
 class CudaError(JitKernelError, RuntimeError):
     """A CUDA driver call failed; ``code`` is the CUresult."""
 
@@ -81,7 +87,7 @@ class KernelFaultError(CudaError):
     """A kernel faulted on the device (illegal address, trap, ...); the message names the kernel."""
 
 
-for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, CudaNotAvailableError, CudaError,
-             KernelFaultError):
+for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, CudaNotAvailableError,
+             MetalNotAvailableError, CudaError, KernelFaultError):
     _cls.__module__ = "jitkernel"  # tracebacks show jitkernel.CompileError, the public name
 del _cls

@@ -43,11 +43,19 @@ void scan_into(std::string_view text, SourceScan& scan);
 SourceScan scan_user_code(const std::string& source, const std::string& header);
 
 // ---- names.cpp -------------------------------------------------------------
+// Shared by the CUDA and Metal generators; each passes its own list of
+// reserved names (reserved_name_reason here, metal_reserved_name_reason).
+using Identifiers = std::unordered_set<std::string>;
+using ReservedReason = const char* (*)(std::string_view name);
+
 bool is_c_identifier(std::string_view name);
 
-// Why `name` cannot name a kernel parameter or template argument, or nullptr
-// when it can (C++ keywords, CUDA built-ins, names the generated code spells,
-// identifiers C++ reserves for the implementation).
+// C++ keywords (through C++20).
+bool is_cpp_keyword(std::string_view name);
+
+// Why `name` cannot name a CUDA kernel parameter or template argument, or
+// nullptr when it can (C++ keywords, CUDA built-ins, names the generated code
+// spells, identifiers C++ reserves for the implementation).
 const char* reserved_name_reason(std::string_view name);
 
 // Which of name_shape / name_strides / name_ndim the user code mentions.
@@ -57,14 +65,73 @@ struct ShapeUse {
   bool ndim = false;
   bool any() const { return shape || strides || ndim; }
 };
+ShapeUse shape_use(const Identifiers& identifiers, const std::string& input_name);
 ShapeUse shape_use(const SourceScan& scan, const std::string& input_name);
+
+// ArgumentError("name", ...) unless the kernel name is a C identifier.
+void check_kernel_name(const std::string& name);
+
+// ArgumentError(argument, "<role> name 'x' ...") unless `name` is a C
+// identifier that `reserved` accepts.
+void check_name(const char* argument, const char* role, const std::string& name,
+                ReservedReason reserved);
+
+// Input and output names: each checked (check_name), unique across both lists,
+// and none equal to a name the generator adds for an input because
+// `identifiers` (what the user code mentions) contains it (input "a_shape"
+// next to input "a" whose shape is used).
+void check_parameter_names(const std::vector<std::string>& input_names,
+                           const std::vector<std::string>& output_names,
+                           const Identifiers& identifiers, ReservedReason reserved);
 
 // Template argument names: identifiers, not reserved, unique, and not already
 // a parameter name or a generated name (ArgumentError("template", ...)).
 void check_template_names(const std::vector<std::string>& template_names,
                           const std::vector<std::string>& input_names,
                           const std::vector<std::string>& output_names,
+                          const Identifiers& identifiers, ReservedReason reserved);
+// The CUDA generator's: reserved_name_reason, names in source and header.
+void check_template_names(const std::vector<std::string>& template_names,
+                          const std::vector<std::string>& input_names,
+                          const std::vector<std::string>& output_names,
                           const SourceScan& scan);
+
+// ArgumentError("inputs" / "output_dtypes", "expected 2 inputs (a, b), got 3")
+// when a call's counts differ from the kernel's names.
+void check_call_counts(const std::vector<std::string>& input_names, std::size_t inputs,
+                       const std::vector<std::string>& output_names, std::size_t output_dtypes);
+
+// ---- compile-log mapping (compile_log.cpp, metal_compile_log.cpp) -----------
+// "header line N" / "source line N" for line `n` of a generated text whose
+// user header and body start at kernel.header_first_line / body_first_line
+// (GeneratedKernel, GeneratedMetalKernel), or "" for a generated line.
+template <typename Kernel>
+std::string user_line(const Kernel& kernel, long n) {
+  if (kernel.header_first_line > 0 && n >= kernel.header_first_line &&
+      n < kernel.header_first_line + kernel.header_line_count) {
+    return "header line " + std::to_string(n - kernel.header_first_line + 1);
+  }
+  if (n >= kernel.body_first_line && n < kernel.body_first_line + kernel.body_line_count) {
+    return "source line " + std::to_string(n - kernel.body_first_line + 1);
+  }
+  return {};
+}
+
+// `log` with every line (without its '\n') replaced by rewrite(line).
+template <typename Rewrite>
+std::string map_log_lines(const std::string& log, Rewrite rewrite) {
+  std::string out;
+  out.reserve(log.size() + 64);
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    bool has_newline = end != std::string::npos;
+    out += rewrite(log.substr(start, has_newline ? end - start : std::string::npos));
+    if (has_newline) out += '\n';
+    start = has_newline ? end + 1 : log.size();
+  }
+  return out;
+}
 
 // ---- cooperative_groups.cpp -------------------------------------------------
 // Whether the user code mentions cooperative groups at all

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <string>
 
+#include "jitkernel/codegen/codegen_detail.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 
 namespace jk {
@@ -35,34 +36,19 @@ std::string user_location(const GeneratedKernel& k, const std::string& file, lon
   if (file == "header") return "header line " + std::to_string(n);
   if (file != k.program_name) return {};
   // A line of the generated file: user code when a compiler ignored #line.
-  if (k.header_first_line > 0 && n >= k.header_first_line &&
-      n < k.header_first_line + k.header_line_count) {
-    return "header line " + std::to_string(n - k.header_first_line + 1);
-  }
-  if (n >= k.body_first_line && n < k.body_first_line + k.body_line_count) {
-    return "source line " + std::to_string(n - k.body_first_line + 1);
-  }
-  return "generated line " + std::to_string(n);
+  std::string where = codegen::user_line(k, n);
+  return where.empty() ? "generated line " + std::to_string(n) : where;
 }
 
 }  // namespace
 
 std::string map_compile_log(const GeneratedKernel& kernel, const std::string& log) {
-  std::string out;
-  out.reserve(log.size() + 64);
-  std::size_t start = 0;
-  while (start < log.size()) {
-    std::size_t end = log.find('\n', start);
-    bool has_newline = end != std::string::npos;
-    std::string line = log.substr(start, has_newline ? end - start : std::string::npos);
+  return codegen::map_log_lines(log, [&](const std::string& line) {
     std::string file, rest, where;
     long number = 0;
     if (parse_location(line, file, number, rest)) where = user_location(kernel, file, number);
-    out += where.empty() ? line : where + ": " + rest;
-    if (has_newline) out += '\n';
-    start = has_newline ? end + 1 : log.size();
-  }
-  return out;
+    return where.empty() ? line : where + ": " + rest;
+  });
 }
 
 }  // namespace jk

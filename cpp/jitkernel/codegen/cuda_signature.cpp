@@ -72,30 +72,6 @@ std::string template_line(const TemplateArg& arg) {
   return {};
 }
 
-std::string plural(std::size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
-std::string name_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-void check_counts(const CudaKernelSpec& spec, const CallSignature& call) {
-  if (call.inputs.size() != spec.input_names.size()) {
-    throw ArgumentError("inputs", "expected " + plural(spec.input_names.size(), "input") + " (" +
-                                      name_list(spec.input_names) + "), got " +
-                                      std::to_string(call.inputs.size()));
-  }
-  if (call.output_dtypes.size() != spec.output_names.size()) {
-    throw ArgumentError("output_dtypes",
-                        "expected " + plural(spec.output_names.size(), "output dtype") + " (" +
-                            name_list(spec.output_names) + "), got " +
-                            std::to_string(call.output_dtypes.size()));
-  }
-}
-
 void check_ndim(const std::string& name, const InputSignature& in, const ShapeUse& use) {
   if (in.is_scalar || !(use.shape || use.strides) || in.ndim <= kMaxNdim) return;
   std::string used = use.shape ? name + "_shape" : name + "_strides";
@@ -109,7 +85,8 @@ void check_ndim(const std::string& name, const InputSignature& in, const ShapeUs
 
 GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call) {
   validate_cuda_kernel_spec(spec);
-  check_counts(spec, call);
+  codegen::check_call_counts(spec.input_names, call.inputs.size(), spec.output_names,
+                             call.output_dtypes.size());
   codegen::SourceScan scan = codegen::scan_user_code(spec.source, spec.header);
   {
     std::vector<std::string> template_names;

@@ -111,4 +111,11 @@ std::string map_compile_log(const GeneratedKernel& kernel, const std::string& lo
 // skipped: a name mentioned only in a comment does not count.
 bool uses_identifier(const std::string& text, const std::string& identifier);
 
+// True when the whole CUDA file `source` can be compiled with NVRTC's
+// -minimal (a front end that skips the CUDA runtime API, texture and surface
+// declarations: about 12 ms less per compile, the same cubin): it names none
+// of those (cuda*, CUDA_*, tex*/surf* functions, ...) and includes no header
+// but those jitkernel's preamble uses, which are known to compile with it.
+bool fits_minimal_builtins(const std::string& source);
+
 }  // namespace jk

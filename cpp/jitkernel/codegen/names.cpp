@@ -44,32 +44,6 @@ bool contains(const char* const (&list)[N], std::string_view name) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-// "input 'x'" / "output 'y'" for messages.
-struct NamedParam {
-  const char* argument;  // "input_names" / "output_names"
-  const char* role;      // "input" / "output"
-  const std::string* name;
-};
-
-std::vector<NamedParam> all_params(const CudaKernelSpec& spec) {
-  std::vector<NamedParam> params;
-  for (const auto& n : spec.input_names) params.push_back({"input_names", "input", &n});
-  for (const auto& n : spec.output_names) params.push_back({"output_names", "output", &n});
-  return params;
-}
-
-void check_one_name(const char* argument, const char* role, const std::string& name) {
-  if (!is_c_identifier(name)) {
-    throw ArgumentError(argument, std::string(role) + " name " + quoted(name) +
-                                      " is not a C identifier (expected letters, digits and "
-                                      "'_', not starting with a digit)");
-  }
-  if (const char* why = reserved_name_reason(name)) {
-    throw ArgumentError(argument, std::string(role) + " name " + quoted(name) +
-                                      " is reserved: " + why + "; choose another name");
-  }
-}
-
 // The generated names (x_shape, ...) the user code makes jitkernel define, with
 // the input they belong to.
 struct GeneratedName {
@@ -79,10 +53,10 @@ struct GeneratedName {
 };
 
 std::vector<GeneratedName> generated_names(const std::vector<std::string>& input_names,
-                                           const SourceScan& scan) {
+                                           const Identifiers& identifiers) {
   std::vector<GeneratedName> out;
   for (const auto& input : input_names) {
-    ShapeUse use = shape_use(scan, input);
+    ShapeUse use = shape_use(identifiers, input);
     if (use.shape) out.push_back({input + "_shape", &input, "shape"});
     if (use.strides) out.push_back({input + "_strides", &input, "strides"});
     if (use.ndim) out.push_back({input + "_ndim", &input, "ndim"});
@@ -96,6 +70,16 @@ std::string collision_message(const char* role, const GeneratedName& g) {
          quoted(g.name) + "); rename one of them";
 }
 
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
 
 bool is_c_identifier(std::string_view name) {
@@ -103,8 +87,10 @@ bool is_c_identifier(std::string_view name) {
          std::all_of(name.begin(), name.end(), is_ident_char);
 }
 
+bool is_cpp_keyword(std::string_view name) { return contains(kKeywords, name); }
+
 const char* reserved_name_reason(std::string_view name) {
-  if (contains(kKeywords, name)) return "it is a C++ keyword";
+  if (is_cpp_keyword(name)) return "it is a C++ keyword";
   if (contains(kCudaBuiltins, name)) return "it is a CUDA built-in variable";
   if (contains(kGeneratedNames, name)) return "the generated code uses this name itself";
   if (name.find("__") != std::string_view::npos ||
@@ -115,22 +101,76 @@ const char* reserved_name_reason(std::string_view name) {
   return nullptr;
 }
 
-ShapeUse shape_use(const SourceScan& scan, const std::string& input_name) {
+void check_kernel_name(const std::string& name) {
+  if (!is_c_identifier(name)) {
+    throw ArgumentError("name", "kernel name " + quoted(name) +
+                                    " is not a C identifier (expected letters, digits and '_', "
+                                    "not starting with a digit)");
+  }
+}
+
+void check_name(const char* argument, const char* role, const std::string& name,
+                ReservedReason reserved) {
+  if (!is_c_identifier(name)) {
+    throw ArgumentError(argument, std::string(role) + " name " + quoted(name) +
+                                      " is not a C identifier (expected letters, digits and "
+                                      "'_', not starting with a digit)");
+  }
+  if (const char* why = reserved(name)) {
+    throw ArgumentError(argument, std::string(role) + " name " + quoted(name) +
+                                      " is reserved: " + why + "; choose another name");
+  }
+}
+
+ShapeUse shape_use(const Identifiers& identifiers, const std::string& input_name) {
   ShapeUse use;
-  use.shape = scan.has(input_name + "_shape");
-  use.strides = scan.has(input_name + "_strides");
-  use.ndim = scan.has(input_name + "_ndim");
+  use.shape = identifiers.count(input_name + "_shape") != 0;
+  use.strides = identifiers.count(input_name + "_strides") != 0;
+  use.ndim = identifiers.count(input_name + "_ndim") != 0;
   return use;
+}
+
+ShapeUse shape_use(const SourceScan& scan, const std::string& input_name) {
+  return shape_use(scan.identifiers, input_name);
+}
+
+void check_parameter_names(const std::vector<std::string>& input_names,
+                           const std::vector<std::string>& output_names,
+                           const Identifiers& identifiers, ReservedReason reserved) {
+  struct Param {
+    const char* argument;  // "input_names" / "output_names"
+    const char* role;      // "input" / "output"
+    const std::string* name;
+  };
+  std::vector<Param> params;
+  for (const auto& n : input_names) params.push_back({"input_names", "input", &n});
+  for (const auto& n : output_names) params.push_back({"output_names", "output", &n});
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    check_name(p.argument, p.role, *p.name, reserved);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (*params[j].name == *p.name) {
+        throw ArgumentError(p.argument, "name " + quoted(*p.name) + " is given twice (as " +
+                                            params[j].role + " and as " + p.role +
+                                            "); kernel parameter names must be unique");
+      }
+    }
+  }
+  for (const auto& g : generated_names(input_names, identifiers)) {
+    for (const auto& p : params) {
+      if (*p.name == g.name) throw ArgumentError(p.argument, collision_message(p.role, g));
+    }
+  }
 }
 
 void check_template_names(const std::vector<std::string>& template_names,
                           const std::vector<std::string>& input_names,
                           const std::vector<std::string>& output_names,
-                          const SourceScan& scan) {
-  auto generated = generated_names(input_names, scan);
+                          const Identifiers& identifiers, ReservedReason reserved) {
+  auto generated = generated_names(input_names, identifiers);
   for (std::size_t i = 0; i < template_names.size(); ++i) {
     const std::string& name = template_names[i];
-    check_one_name("template", "template argument", name);
+    check_name("template", "template argument", name, reserved);
     for (std::size_t j = 0; j < i; ++j) {
       if (template_names[j] == name) {
         throw ArgumentError("template", "template argument " + quoted(name) + " is given twice");
@@ -151,17 +191,34 @@ void check_template_names(const std::vector<std::string>& template_names,
   }
 }
 
+void check_template_names(const std::vector<std::string>& template_names,
+                          const std::vector<std::string>& input_names,
+                          const std::vector<std::string>& output_names,
+                          const SourceScan& scan) {
+  check_template_names(template_names, input_names, output_names, scan.identifiers,
+                       reserved_name_reason);
+}
+
+void check_call_counts(const std::vector<std::string>& input_names, std::size_t inputs,
+                       const std::vector<std::string>& output_names, std::size_t output_dtypes) {
+  if (inputs != input_names.size()) {
+    throw ArgumentError("inputs", "expected " + plural(input_names.size(), "input") + " (" +
+                                      name_list(input_names) + "), got " + std::to_string(inputs));
+  }
+  if (output_dtypes != output_names.size()) {
+    throw ArgumentError("output_dtypes", "expected " + plural(output_names.size(), "output dtype") +
+                                             " (" + name_list(output_names) + "), got " +
+                                             std::to_string(output_dtypes));
+  }
+}
+
 }  // namespace jk::codegen
 
 namespace jk {
 
 void validate_cuda_kernel_spec(const CudaKernelSpec& spec) {
   using namespace codegen;
-  if (!is_c_identifier(spec.name)) {
-    throw ArgumentError("name", "kernel name " + quoted(spec.name) +
-                                    " is not a C identifier (expected letters, digits and '_', "
-                                    "not starting with a digit)");
-  }
+  check_kernel_name(spec.name);
   if (spec.output_names.empty()) {
     throw ArgumentError("output_names", "at least one output name is required");
   }
@@ -169,24 +226,8 @@ void validate_cuda_kernel_spec(const CudaKernelSpec& spec) {
     throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " +
                                              std::to_string(spec.shared_memory));
   }
-  auto params = all_params(spec);
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const auto& p = params[i];
-    check_one_name(p.argument, p.role, *p.name);
-    for (std::size_t j = 0; j < i; ++j) {
-      if (*params[j].name == *p.name) {
-        throw ArgumentError(p.argument, "name " + quoted(*p.name) + " is given twice (as " +
-                                            params[j].role + " and as " + p.role +
-                                            "); kernel parameter names must be unique");
-      }
-    }
-  }
-  SourceScan scan = scan_user_code(spec.source, spec.header);
-  for (const auto& g : generated_names(spec.input_names, scan)) {
-    for (const auto& p : params) {
-      if (*p.name == g.name) throw ArgumentError(p.argument, collision_message(p.role, g));
-    }
-  }
+  check_parameter_names(spec.input_names, spec.output_names,
+                        scan_user_code(spec.source, spec.header).identifiers, reserved_name_reason);
 }
 
 }  // namespace jk

@@ -6,10 +6,13 @@
 // (cooperative_groups, CCCL's cuda::std) cost seconds in NVRTC and are
 // included only when the user code names them; cooperative groups used only
 // through this_grid() / this_thread_block() get light definitions instead
-// (cooperative_groups.cpp).
+// (cooperative_groups.cpp). Also decides whether a whole file compiles
+// with NVRTC's -minimal (fits_minimal_builtins).
 #include <string>
+#include <string_view>
 
 #include "jitkernel/codegen/codegen_detail.hpp"
+#include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/array_view.hpp"
 
 namespace jk::codegen {
@@ -79,11 +82,54 @@ constexpr const char* kIntegerTypes =
     "using intptr_t = signed long long;\n"
     "using uintptr_t = unsigned long long;\n";
 
+// The headers a preamble may include.
+constexpr const char* kFp16Header = "cuda_fp16.h";
+constexpr const char* kBf16Header = "cuda_bf16.h";
+constexpr const char* kComplexHeader = "cuComplex.h";
+constexpr const char* kCooperativeGroupsHeader = "cooperative_groups.h";
 constexpr const char* kCudaStdHeaders[] = {
     "cuda/std/limits", "cuda/std/type_traits", "cuda/std/utility",
     "cuda/std/array",  "cuda/std/tuple",       "cuda/std/cmath",
     "cuda/std/algorithm",
 };
+
+bool is_preamble_header(const std::string& target) {
+  if (target == kFp16Header || target == kBf16Header || target == kComplexHeader ||
+      target == kCooperativeGroupsHeader) {
+    return true;
+  }
+  for (const char* h : kCudaStdHeaders) {
+    if (target == h) return true;
+  }
+  return false;
+}
+
+// Whether `id` may name something NVRTC's -minimal leaves undeclared: the
+// __CUDACC_RTC_MINIMAL__ sections of NVRTC's built-in headers (13.5) hold the
+// CUDA runtime API's types, constants and functions (cudaStream_t,
+// cudaSuccess, cudaMalloc, CUDA_R_32F, CUDART_CB, CUuuid, CUstream_st),
+// texture and surface functions and types (tex1Dfetch, surf2Dwrite,
+// cudaTextureObject_t) and library_types.h. Errs on the side of a match:
+// a false match only costs compile time. (CUDART_INF_F & co. are math
+// constants from headers, not from these sections.)
+bool omitted_by_minimal(const std::string& id) {
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  auto digit_or_upper = [&](char c) { return upper(c) || (c >= '0' && c <= '9'); };
+  auto after = [&](std::string_view prefix, auto&& pred) {
+    return starts_with(id, prefix) && id.size() > prefix.size() && pred(id[prefix.size()]);
+  };
+  if (after("cuda", upper) || after("CU", lower) || after("tex", digit_or_upper) ||
+      after("surf", digit_or_upper)) {
+    return true;  // cudaMalloc, CUuuid, tex1Dfetch, texCubemap, surf2Dwrite
+  }
+  if (starts_with(id, "CUDA") && (!starts_with(id, "CUDART_") || id == "CUDART_CB")) return true;
+  for (std::string_view name : {"texture", "surface", "libraryPropertyType", "libraryPropertyType_t",
+                                "MAJOR_VERSION", "MINOR_VERSION", "PATCH_LEVEL"}) {
+    if (id == name) return true;
+  }
+  return false;
+}
 
 // Helpers in namespace jitkernel, made visible with a using-directive so a
 // user header may define the same names without a redefinition error.
@@ -161,13 +207,13 @@ std::string preamble_text(const Features& f) {
     out += header;
     out += ">\n";
   };
-  if (f.fp16) include("cuda_fp16.h");
-  if (f.bf16) include("cuda_bf16.h");
-  if (f.complex) include("cuComplex.h");
+  if (f.fp16) include(kFp16Header);
+  if (f.bf16) include(kBf16Header);
+  if (f.complex) include(kComplexHeader);
   if (f.cuda_std) {
     for (const char* h : kCudaStdHeaders) include(h);
   }
-  if (f.cooperative_groups == CooperativeGroups::Header) include("cooperative_groups.h");
+  if (f.cooperative_groups == CooperativeGroups::Header) include(kCooperativeGroupsHeader);
   // Our own definitions: no "declared but never referenced" warnings for
   // what a kernel does not use (user code after the pop is checked as usual).
   // (NVRTC defines __NVCC_DIAG_PRAGMA_SUPPORT__ when it knows these pragmas.)
@@ -186,3 +232,19 @@ std::string preamble_text(const Features& f) {
 }
 
 }  // namespace jk::codegen
+
+namespace jk {
+
+bool fits_minimal_builtins(const std::string& source) {
+  codegen::SourceScan scan;
+  codegen::scan_into(source, scan);
+  for (const auto& target : scan.includes) {
+    if (!codegen::is_preamble_header(target)) return false;  // its header may need more
+  }
+  for (const auto& id : scan.identifiers) {
+    if (codegen::omitted_by_minimal(id)) return false;
+  }
+  return true;
+}
+
+}  // namespace jk

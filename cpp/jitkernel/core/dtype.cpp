@@ -7,20 +7,20 @@ namespace jk {
 namespace {
 
 constexpr DTypeInfo kTable[kNumDTypes] = {
-    {DType::Bool, "bool", "bool", 1, 6, 8},
-    {DType::Int8, "int8", "int8_t", 1, 0, 8},
-    {DType::Int16, "int16", "int16_t", 2, 0, 16},
-    {DType::Int32, "int32", "int32_t", 4, 0, 32},
-    {DType::Int64, "int64", "int64_t", 8, 0, 64},
-    {DType::UInt8, "uint8", "uint8_t", 1, 1, 8},
-    {DType::UInt16, "uint16", "uint16_t", 2, 1, 16},
-    {DType::UInt32, "uint32", "uint32_t", 4, 1, 32},
-    {DType::UInt64, "uint64", "uint64_t", 8, 1, 64},
-    {DType::Float16, "float16", "__half", 2, 2, 16},
-    {DType::BFloat16, "bfloat16", "__nv_bfloat16", 2, 4, 16},
-    {DType::Float32, "float32", "float", 4, 2, 32},
-    {DType::Float64, "float64", "double", 8, 2, 64},
-    {DType::Complex64, "complex64", "cuComplex", 8, 5, 64},
+    {DType::Bool, "bool", "bool", "bool", 1, 6, 8},
+    {DType::Int8, "int8", "int8_t", "int8_t", 1, 0, 8},
+    {DType::Int16, "int16", "int16_t", "int16_t", 2, 0, 16},
+    {DType::Int32, "int32", "int32_t", "int32_t", 4, 0, 32},
+    {DType::Int64, "int64", "int64_t", "int64_t", 8, 0, 64},
+    {DType::UInt8, "uint8", "uint8_t", "uint8_t", 1, 1, 8},
+    {DType::UInt16, "uint16", "uint16_t", "uint16_t", 2, 1, 16},
+    {DType::UInt32, "uint32", "uint32_t", "uint32_t", 4, 1, 32},
+    {DType::UInt64, "uint64", "uint64_t", "uint64_t", 8, 1, 64},
+    {DType::Float16, "float16", "__half", "float16_t", 2, 2, 16},
+    {DType::BFloat16, "bfloat16", "__nv_bfloat16", "bfloat16_t", 2, 4, 16},
+    {DType::Float32, "float32", "float", "float", 4, 2, 32},
+    {DType::Float64, "float64", "double", "double", 8, 2, 64},
+    {DType::Complex64, "complex64", "cuComplex", "complex64_t", 8, 5, 64},
 };
 
 }  // namespace

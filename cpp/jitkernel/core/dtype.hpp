@@ -32,6 +32,7 @@ struct DTypeInfo {
   DType dtype;
   const char* name;       // public name: "float32", "bfloat16", ...
   const char* cuda_type;  // spelling in generated CUDA: "float", "__nv_bfloat16"
+  const char* metal_type;  // spelling in generated Metal (MLX's): "float", "bfloat16_t"
   std::uint8_t size;      // bytes per element
   std::uint8_t dlpack_code;  // DLDataTypeCode: 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool
   std::uint8_t dlpack_bits;

@@ -20,7 +20,13 @@ std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arc
 std::string compile_source(const std::string& source, const std::string& program_name,
                            const std::string& arch, CompileTarget target = CompileTarget::Cubin);
 
-// The options every compile uses (for cache keys and for the demo's printout).
-std::vector<std::string> compile_options(const std::string& arch, CompileTarget target);
+// The NVRTC options for compiling `source` (the single source of truth, also
+// for cache keys): the architecture, C++17, the configured -I folders, and
+// --minimal when the source fits it (fits_minimal_builtins). Does not load
+// NVRTC (a disk-cache hit must not pay for that); a compile with an NVRTC
+// older than 12.4, which lacks --minimal, leaves it out (cache keys tell
+// NVRTC builds apart anyway).
+std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
+                                         const std::string& source);
 
 }  // namespace jk::cuda

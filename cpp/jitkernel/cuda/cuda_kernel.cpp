@@ -29,9 +29,10 @@ namespace {
 constexpr int kPlanDevices = 32;
 
 struct Plan {
-  explicit Plan(GeneratedKernel generated) : kernel(std::move(generated)) {
+  Plan(std::string k, GeneratedKernel generated) : key(std::move(k)), kernel(std::move(generated)) {
     for (auto& f : functions) f.store(nullptr, std::memory_order_relaxed);
   }
+  const std::string key;  // build_key() of the calls it serves
   const GeneratedKernel kernel;
   std::atomic<CUfunction> functions[kPlanDevices];
 };
@@ -75,8 +76,8 @@ void build_key(std::string& key, const KernelCall& call) {
 }
 
 const ArrayView* array_at(const PreparedCall& call, int index) {
-  if (index < 0 || index >= static_cast<int>(call.inputs.size())) internal_error("input index");
-  return std::get_if<ArrayView>(&call.inputs[index]);
+  if (index < 0 || index >= static_cast<int>(call.input_count())) internal_error("input index");
+  return call.input_array(static_cast<std::size_t>(index));
 }
 
 // Packs the parameters in the order codegen declared them.
@@ -91,10 +92,10 @@ void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamP
         break;
       }
       case ParamKind::InputScalar: {
-        if (slot.index < 0 || slot.index >= static_cast<int>(call.inputs.size())) {
+        if (slot.index < 0 || slot.index >= static_cast<int>(call.input_count())) {
           internal_error("input index");
         }
-        const auto* scalar = std::get_if<Scalar>(&call.inputs[slot.index]);
+        const Scalar* scalar = call.input_scalar(static_cast<std::size_t>(slot.index));
         if (scalar == nullptr) internal_error("scalar slot for an array");
         const std::size_t size = dtype_size(scalar->dtype);
         pack.add_bytes(scalar->bytes, size, size);
@@ -133,10 +134,10 @@ void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamP
         break;
       }
       case ParamKind::OutputPointer: {
-        if (slot.index < 0 || slot.index >= static_cast<int>(call.outputs.size())) {
+        if (slot.index < 0 || slot.index >= static_cast<int>(call.output_count())) {
           internal_error("output index");
         }
-        void* data = call.outputs[slot.index].view.data;
+        void* data = call.output(static_cast<std::size_t>(slot.index)).data;
         pack.add(data);
         break;
       }
@@ -149,16 +150,30 @@ void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamP
 struct CudaKernel::Impl {
   explicit Impl(CudaKernelSpec s) : spec(std::move(s)) {}
 
+  // The plan for `key`: the one used last when the key matches (a compare,
+  // no lock: plans live as long as the kernel), else a locked hash lookup.
   Plan* find(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = plans.find(key);
-    return it == plans.end() ? nullptr : it->second.get();
+    Plan* last = last_used.load(std::memory_order_acquire);
+    if (last != nullptr && last->key == key) return last;
+    Plan* found = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = plans.find(key);
+      if (it != plans.end()) found = it->second.get();
+    }
+    if (found != nullptr) last_used.store(found, std::memory_order_release);
+    return found;
   }
 
   Plan* add(const std::string& key, GeneratedKernel kernel) {
-    auto plan = std::make_unique<Plan>(std::move(kernel));
-    std::lock_guard<std::mutex> lock(mutex);
-    return plans.try_emplace(key, std::move(plan)).first->second.get();  // first insert wins
+    auto plan = std::make_unique<Plan>(key, std::move(kernel));
+    Plan* added = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      added = plans.try_emplace(key, std::move(plan)).first->second.get();  // first insert wins
+    }
+    last_used.store(added, std::memory_order_release);
+    return added;
   }
 
   // The plan's function on `device`: compiled (content-cached) and loaded on first use.
@@ -183,6 +198,7 @@ struct CudaKernel::Impl {
   const CudaKernelSpec spec;
   std::mutex mutex;
   std::unordered_map<std::string, std::unique_ptr<Plan>, StringHash> plans;
+  std::atomic<Plan*> last_used{nullptr};
 };
 
 CallSignature describe_call(const std::vector<KernelInput>& inputs,
@@ -222,7 +238,7 @@ GeneratedKernel CudaKernel::generate(const CallSignature& signature) const {
 
 std::string CudaKernel::compile(const CallSignature& signature, const std::string& arch,
                                 CompileTarget target) const {
-  return compile_kernel(generate(signature), arch, target);
+  return compile_kernel_persistent(generate(signature), arch, target);
 }
 
 std::vector<OwnedArray> CudaKernel::operator()(const KernelCall& call) {
@@ -237,17 +253,23 @@ std::vector<OwnedArray> CudaKernel::operator()(const KernelCall& call) {
                                                                        call.args.output_dtypes,
                                                                        call.template_args)));
   }
-  LaunchConfig launch = call.args.launch;
-  if (!call.shared_memory_given) launch.shared_memory = impl.spec.shared_memory;
+  const LaunchConfig& given = call.args.launch;
+  LaunchConfig spec_memory;  // the launch with the spec's shared_memory (only built when it differs)
+  const LaunchConfig* launch = &given;
+  if (!call.shared_memory_given && given.shared_memory != impl.spec.shared_memory) {
+    spec_memory = given;
+    spec_memory.shared_memory = impl.spec.shared_memory;
+    launch = &spec_memory;
+  }
   // Compile and load before prepare_call, so that a CompileError leaves
   // nothing enqueued (outputs= untouched by init_value).
-  const int device = validate_call(call.args, launch);
+  const int device = validate_call(call.args, *launch);
   DeviceGuard guard(device);
   CUfunction function = Impl::function_for(*plan, device);
-  PreparedCall prepared = prepare_call(call.args, launch, impl.spec.ensure_row_contiguous, device);
+  PreparedCall prepared = prepare_call(call.args, *launch, impl.spec.ensure_row_contiguous, device);
   ParamPack pack;
   pack_params(plan->kernel, prepared, pack);
-  launch_function(function, plan->kernel.entry_name.c_str(), prepared, launch.shared_memory, pack.pointers());
+  launch_function(function, plan->kernel.entry_name.c_str(), prepared, launch->shared_memory, pack.pointers());
   return std::move(prepared.outputs);
 }
 

@@ -38,13 +38,15 @@ class CudaKernel {
 
   // The exact text that would be compiled for this signature. No GPU needed.
   GeneratedKernel generate(const CallSignature& signature) const;
-  // Compiles for `arch` ("sm_90a"...) without a GPU; returns the cubin/PTX.
+  // Compiles for `arch` ("sm_90a"...) without a GPU (through the disk cache);
+  // returns the cubin/PTX.
   std::string compile(const CallSignature& signature, const std::string& arch,
                       CompileTarget target = CompileTarget::Cubin) const;
 
   // Generates, compiles (once per signature and device: later calls are one
-  // hash lookup), prepares arguments and launches. Returns outputs in
-  // output_names order.
+  // hash lookup), prepares arguments and launches. Returns the outputs it
+  // allocated, in output_names order; empty when call.args.provided_outputs
+  // gave them (the caller has those arrays).
   std::vector<OwnedArray> operator()(const KernelCall& call);
 
  private:

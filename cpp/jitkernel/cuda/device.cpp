@@ -106,24 +106,39 @@ int device_count() {
 
 const DeviceInfo& device_info(int ordinal) { return checked_devices(ordinal).infos[ordinal]; }
 
-void make_current(int ordinal) {
+namespace {
+// Makes the device's primary context current, given what is current now;
+// returns whether it had to switch.
+bool switch_to(int ordinal, CUcontext current) {
   thread_local int tl_ordinal = -1;
   thread_local CUcontext tl_context = nullptr;
-  const DriverApi& api = driver();
   if (ordinal != tl_ordinal || tl_context == nullptr) {
     tl_context = primary_context(ordinal);
     tl_ordinal = ordinal;
   }
+  if (current == tl_context) return false;
+  check(driver().cuCtxSetCurrent(tl_context), "making the device's context current");
+  return true;
+}
+
+CUcontext current_context() {
+  CUcontext current = nullptr;
+  if (driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS) return nullptr;
+  return current;
+}
+}  // namespace
+
+void make_current(int ordinal) {
   // Other libraries (PyTorch, CuPy) may have switched this thread's context
   // since our last call, so compare with what is current now.
-  CUcontext current = nullptr;
-  if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == tl_context) return;
-  check(api.cuCtxSetCurrent(tl_context), "making the device's context current");
+  switch_to(ordinal, current_context());
 }
 
 DeviceGuard::DeviceGuard(int ordinal) {
-  if (driver().cuCtxGetCurrent(&previous_) != CUDA_SUCCESS) previous_ = nullptr;
-  make_current(ordinal);
+  // One driver call when the device is already current (the usual case):
+  // nothing to switch now or to restore later.
+  CUcontext current = current_context();
+  if (switch_to(ordinal, current)) previous_ = current;
 }
 
 DeviceGuard::~DeviceGuard() {

@@ -77,26 +77,26 @@ void validate_outputs(const CallArguments& args) {
   }
   for (std::size_t i = 0; i < n; ++i) {
     const ArrayView& out = args.provided_outputs[i];
-    const std::string which = "outputs[" + std::to_string(i) + "]";
+    auto which = [i] { return "outputs[" + std::to_string(i) + "]"; };  // built only for a message
     if (out.device == kHostDevice) {
-      throw ArgumentError("outputs", which + " is a host array; kernels write device memory: pass "
+      throw ArgumentError("outputs", which() + " is a host array; kernels write device memory: pass "
                                              "a CUDA array (PyTorch, CuPy, JAX, jitkernel.Array)");
     }
     if (out.dtype != args.output_dtypes[i]) {
-      throw ArgumentError("outputs", which + " has dtype " + dtype_name(out.dtype) + " but output_dtypes[" +
+      throw ArgumentError("outputs", which() + " has dtype " + dtype_name(out.dtype) + " but output_dtypes[" +
                                          std::to_string(i) + "] is " + dtype_name(args.output_dtypes[i]));
     }
     if (out.shape != args.output_shapes[i]) {
-      throw ArgumentError("outputs", which + " has shape " + shape_text(out.shape) +
+      throw ArgumentError("outputs", which() + " has shape " + shape_text(out.shape) +
                                          " but output_shapes[" + std::to_string(i) + "] is " +
                                          shape_text(args.output_shapes[i]));
     }
     if (!out.row_contiguous()) {
-      throw ArgumentError("outputs", which + " is not row-contiguous (C order); kernels write outputs "
+      throw ArgumentError("outputs", which() + " is not row-contiguous (C order); kernels write outputs "
                                              "densely: pass a contiguous array");
     }
     if (reinterpret_cast<std::uintptr_t>(out.data) % dtype_size(out.dtype) != 0) {
-      throw ArgumentError("outputs", which + "'s data pointer is not aligned to its element size");
+      throw ArgumentError("outputs", which() + "'s data pointer is not aligned to its element size");
     }
   }
 }
@@ -241,33 +241,31 @@ PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
 
   prepared.device = device;
   prepared.stream = stream;
-  prepared.inputs.reserve(args.inputs.size());
-  for (const KernelInput& input : args.inputs) {
-    const auto* array = std::get_if<ArrayView>(&input);
-    if (array == nullptr) {
-      prepared.inputs.push_back(input);
-    } else if (array->device == kHostDevice) {
-      prepared.temporaries.push_back(upload(*array, device, stream));
-      prepared.inputs.emplace_back(prepared.temporaries.back().view);
-    } else if (ensure_row_contiguous && !array->row_contiguous()) {
-      prepared.temporaries.push_back(make_row_contiguous(*array, stream));
-      prepared.inputs.emplace_back(prepared.temporaries.back().view);
-    } else {
-      prepared.inputs.push_back(input);
-    }
+  prepared.inputs_ = &args.inputs;
+  const std::size_t n_inputs = args.inputs.size();
+  for (std::size_t i = 0; i < n_inputs; ++i) {
+    const auto* array = std::get_if<ArrayView>(&args.inputs[i]);
+    if (array == nullptr) continue;
+    const bool host = array->device == kHostDevice;
+    if (!host && !(ensure_row_contiguous && !array->row_contiguous())) continue;
+    if (prepared.replaced_.empty()) prepared.replaced_.assign(n_inputs, -1);
+    prepared.replaced_[i] = static_cast<int>(prepared.temporaries.size());
+    prepared.temporaries.push_back(host ? upload(*array, device, stream)
+                                        : make_row_contiguous(*array, stream));
   }
   const std::size_t n = args.output_dtypes.size();
-  prepared.outputs.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!args.provided_outputs.empty()) {
-      prepared.outputs.push_back(OwnedArray{nullptr, args.provided_outputs[i]});
-    } else {
+  if (!args.provided_outputs.empty()) {
+    prepared.provided_ = &args.provided_outputs;
+  } else {
+    prepared.outputs.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
       prepared.outputs.push_back(allocate_array(device, args.output_dtypes[i], args.output_shapes[i], stream));
       if (launch.stream_keepalive && prepared.outputs.back().buffer)
         prepared.outputs.back().buffer->keep_alive(launch.stream_keepalive);
     }
-    if (args.init_value) fill(prepared.outputs.back().view, *args.init_value, stream);
   }
+  if (args.init_value)
+    for (std::size_t i = 0; i < n; ++i) fill(prepared.output(i), *args.init_value, stream);
   return prepared;
 }
 

@@ -51,15 +51,35 @@ struct LaunchGeometry {
 };
 
 // Inputs on the device, outputs ready to be written, and the launch geometry.
-// Temporaries (uploads, contiguous copies) are freed stream-ordered when this
-// is destroyed, which is safe right after the launch has been enqueued.
+// Inputs are not copied: the prepared call reads the call's own inputs (which
+// must outlive it) except where a host array was uploaded or a strided array
+// made contiguous; those replacements live in `temporaries` and are freed
+// stream-ordered when this is destroyed, which is safe right after the launch
+// has been enqueued.
 struct PreparedCall {
   int device = 0;
   CUstream stream = nullptr;
   LaunchGeometry geometry{};
-  std::vector<KernelInput> inputs;   // arrays now on `device`
-  std::vector<OwnedArray> outputs;   // allocated, or provided (buffer null)
+  std::vector<OwnedArray> outputs;   // allocated outputs; empty when the call provided them
   std::vector<OwnedArray> temporaries;
+
+  std::size_t input_count() const { return inputs_ ? inputs_->size() : 0; }
+  // Input `i` as the kernel reads it: an array on `device` (null for scalars).
+  const ArrayView* input_array(std::size_t i) const {
+    if (!replaced_.empty() && replaced_[i] >= 0) return &temporaries[replaced_[i]].view;
+    return std::get_if<ArrayView>(&(*inputs_)[i]);
+  }
+  const Scalar* input_scalar(std::size_t i) const { return std::get_if<Scalar>(&(*inputs_)[i]); }
+  std::size_t output_count() const { return provided_ ? provided_->size() : outputs.size(); }
+  const ArrayView& output(std::size_t i) const {
+    return provided_ ? (*provided_)[i] : outputs[i].view;
+  }
+
+ private:
+  friend PreparedCall prepare_call(const CallArguments&, const LaunchConfig&, bool, int);
+  const std::vector<KernelInput>* inputs_ = nullptr;
+  const std::vector<ArrayView>* provided_ = nullptr;  // outputs=, when given
+  std::vector<int> replaced_;  // per input: index into temporaries or -1; empty when none
 };
 
 // The checks of prepare_call that need no GPU (grid/threadgroup/shared_memory

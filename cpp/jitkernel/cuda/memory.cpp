@@ -16,6 +16,7 @@
 
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/host_layout.hpp"
 #include "jitkernel/cuda/builtin_kernels.hpp"
 #include "jitkernel/cuda/device.hpp"
 
@@ -69,61 +70,6 @@ std::size_t checked_nbytes(DType dtype, const std::vector<std::int64_t>& shape) 
     throw ArgumentError("output_shapes", "an output shape is too large to allocate");
   }
   return static_cast<std::size_t>(nbytes);
-}
-
-// ---- layouts -----------------------------------------------------------------
-
-// Drops size-1 dims and merges dims that are contiguous with each other, so
-// copies loop over as few dims as possible. An empty result is one element.
-void collapse_dims(std::vector<std::int64_t>& shape, std::vector<std::int64_t>& strides) {
-  std::size_t out = 0;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (out > 0 && strides[out - 1] == strides[d] * shape[d]) {
-      shape[out - 1] *= shape[d];
-      strides[out - 1] = strides[d];
-    } else {
-      shape[out] = shape[d];
-      strides[out] = strides[d];
-      ++out;
-    }
-  }
-  shape.resize(out);
-  strides.resize(out);
-}
-
-// Gathers a strided host array (no zero-size dims) into contiguous `dst`.
-void pack_on_host(const ArrayView& src, unsigned char* dst) {
-  const std::ptrdiff_t elem = static_cast<std::ptrdiff_t>(dtype_size(src.dtype));
-  std::vector<std::int64_t> shape = src.shape, strides = src.strides;
-  collapse_dims(shape, strides);
-  const auto* base = static_cast<const unsigned char*>(src.data);
-  if (shape.empty()) {
-    std::memcpy(dst, base, elem);
-    return;
-  }
-  const int outer = static_cast<int>(shape.size()) - 1;
-  const std::int64_t inner_n = shape.back(), inner_stride = strides.back();
-  std::vector<std::int64_t> index(outer, 0);
-  std::ptrdiff_t offset = 0;  // bytes from base to the current row
-  for (;;) {
-    if (inner_stride == 1) {
-      std::memcpy(dst, base + offset, inner_n * elem);
-      dst += inner_n * elem;
-    } else {
-      for (std::int64_t i = 0; i < inner_n; ++i, dst += elem) {
-        std::memcpy(dst, base + offset + i * inner_stride * elem, elem);
-      }
-    }
-    int d = outer - 1;
-    for (; d >= 0; --d) {
-      offset += strides[d] * elem;
-      if (++index[d] < shape[d]) break;
-      offset -= strides[d] * shape[d] * elem;
-      index[d] = 0;
-    }
-    if (d < 0) break;
-  }
 }
 
 struct EventHolder {

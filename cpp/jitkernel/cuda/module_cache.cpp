@@ -1,23 +1,28 @@
 // The compiled-binary and loaded-module caches (see module_cache.hpp). Compiles
 // run outside the lock (they take milliseconds to seconds); module loads run
-// under it so that an image is never loaded twice on one device.
+// under it so that an image is never loaded twice on one device. Compiled
+// binaries go through the disk cache (cache/disk_cache.hpp) keyed by
+// cache/compile_key.hpp.
 #include "jitkernel/cuda/module_cache.hpp"
+
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
 
+#include "jitkernel/cache/compile_key.hpp"
+#include "jitkernel/cache/disk_cache.hpp"
+#include "jitkernel/cache/key.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
-
-#ifndef JITKERNEL_VERSION
-#define JITKERNEL_VERSION "dev"
-#endif
+#include "jitkernel/cuda/toolkit.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -25,9 +30,15 @@ namespace {
 constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferSizeBytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 
+struct DigestHash {
+  std::size_t operator()(const cache::Digest& d) const noexcept {
+    return static_cast<std::size_t>(hash_bytes(d.data(), d.size()));
+  }
+};
+
 struct BinaryCache {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<const std::string>, StringHash> entries;
+  std::unordered_map<cache::Digest, std::shared_ptr<const std::string>, DigestHash> entries;
 };
 
 struct ModuleCache {
@@ -47,26 +58,93 @@ ModuleCache& module_cache() {
   return *cache;
 }
 
+const char* target_name(CompileTarget target) {
+  return target == CompileTarget::Cubin ? "cubin" : "ptx";
+}
+
+// The name NVRTC compiles the kernel under (compile_kernel's choice).
+std::string nvrtc_program_name(const GeneratedKernel& kernel) {
+  return kernel.program_name.empty() ? kernel.entry_name + ".cu" : kernel.program_name;
+}
+
+// Disk cache, else `compile` (whose result is stored on disk).
+template <typename Compile>
+std::string through_disk(const cache::Digest& key, Compile&& compile) {
+  if (std::optional<std::string> hit = cache::load(key)) return std::move(*hit);
+  std::string binary = compile();
+  cache::store(key, binary);
+  return binary;
+}
+
 }  // namespace
+
+std::string compiler_identity() {
+  ToolkitPaths paths = toolkit_paths();
+  std::string memo_key = paths.nvrtc_library;
+  for (const auto& pre : paths.nvrtc_preload) memo_key += '\n' + pre;
+  static std::mutex mutex;
+  static auto* memo = new std::unordered_map<std::string, std::string>;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = memo->find(memo_key);
+    if (it != memo->end()) return it->second;
+  }
+  // By path without loading NVRTC; a soname (or a missing file) is
+  // resolved by loading it and asking the loader which file it mapped.
+  std::string identity;
+  if (paths.nvrtc_library.find('/') != std::string::npos)
+    identity = cache::file_identity(paths.nvrtc_library);
+  if (identity.empty() || identity == "missing") {
+    const NvrtcApi& api = nvrtc();  // CudaNotAvailable when it cannot be loaded
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(api.nvrtcVersion), &info) == 0 || info.dli_fname == nullptr)
+      throw CudaNotAvailable("cannot tell which file NVRTC was loaded from (dladdr failed)");
+    identity = cache::file_identity(info.dli_fname);
+  }
+  for (const auto& pre : paths.nvrtc_preload) identity += "; " + cache::file_identity(pre);
+  std::lock_guard<std::mutex> lock(mutex);
+  return memo->emplace(std::move(memo_key), std::move(identity)).first->second;
+}
+
+cache::Digest compile_key(const std::string& source, const std::string& program_name,
+                          const std::string& arch, CompileTarget target) {
+  cache::CompileKeyInputs in;
+  in.source = source;
+  in.program_name = program_name;
+  in.arch = arch;
+  in.target = target_name(target);
+  in.options = compile_options(arch, target, source);
+  in.compiler = compiler_identity();
+  in.include_dirs = toolkit_paths().include_dirs;
+  return cache::compile_key(in);
+}
+
+std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
+                                      CompileTarget target) {
+  return through_disk(compile_key(kernel.source, nvrtc_program_name(kernel), arch, target),
+                      [&] { return compile_kernel(kernel, arch, target); });
+}
+
+std::string compile_source_persistent(const std::string& source, const std::string& program_name,
+                                      const std::string& arch, CompileTarget target) {
+  return through_disk(compile_key(source, program_name, arch, target),
+                      [&] { return compile_source(source, program_name, arch, target); });
+}
 
 std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& kernel,
                                                          const std::string& arch) {
-  auto [nvrtc_major, nvrtc_minor] = nvrtc_version();
-  std::string key = "jitkernel " JITKERNEL_VERSION "\nnvrtc " + std::to_string(nvrtc_major) + "." +
-                    std::to_string(nvrtc_minor) + "\narch " + arch + "\n";
-  for (const auto& option : compile_options(arch, CompileTarget::Cubin)) key += option + "\n";
-  key += '\0';
-  key += kernel.source;
-
-  BinaryCache& cache = binary_cache();
+  const cache::Digest key =
+      compile_key(kernel.source, nvrtc_program_name(kernel), arch, CompileTarget::Cubin);
+  BinaryCache& memory = binary_cache();
   {
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    auto it = cache.entries.find(key);
-    if (it != cache.entries.end()) return it->second;
+    std::lock_guard<std::mutex> lock(memory.mutex);
+    auto it = memory.entries.find(key);
+    if (it != memory.entries.end()) return it->second;
   }
-  auto cubin = std::make_shared<const std::string>(compile_kernel(kernel, arch, CompileTarget::Cubin));
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  return cache.entries.emplace(std::move(key), std::move(cubin)).first->second;
+  auto cubin = std::make_shared<const std::string>(
+      through_disk(key, [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); }));
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  return memory.entries.emplace(key, std::move(cubin)).first->second;
 }
 
 CUmodule load_module(int device, const std::string& image) {

@@ -1,8 +1,10 @@
 // Process-wide caches of compiled code, shared by cuda_kernel and
 // precompiled_cuda_kernel:
 //  - cubins compiled from generated kernels, keyed by their full content
-//    (source text, options, architecture, NVRTC version, jitkernel version),
-//    so kernels with identical text compile once;
+//    (cache/compile_key.hpp: source text, options, architecture, NVRTC
+//    build, header fingerprints, jitkernel version), so kernels with
+//    identical text compile once; in memory for the process and on disk
+//    (cache/disk_cache.hpp) across processes;
 //  - modules loaded per (binary content, device), so an image is loaded once
 //    per device however many kernels or calls use it.
 // Entries live for the life of the process. All functions are thread-safe.
@@ -11,15 +13,39 @@
 #include <memory>
 #include <string>
 
+#include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
+#include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 
 namespace jk::cuda {
 
-// The cubin of `kernel` for `arch`, compiled on first request. Throws
-// CompileError (nothing is cached then, so the library stays usable).
+// The cubin of `kernel` for `arch`: from memory, else from the disk cache,
+// else compiled with NVRTC (and stored on disk). Throws CompileError
+// (nothing is cached then, so the library stays usable).
 std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& kernel,
                                                          const std::string& arch);
+
+// The disk cache, else NVRTC (storing the result on disk); no memory cache:
+// for kernel.compile(), compile_cuda and the builtin kernels, whose callers
+// keep the bytes. Same errors as compile_kernel / compile_source.
+std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
+                                      CompileTarget target);
+std::string compile_source_persistent(const std::string& source, const std::string& program_name,
+                                      const std::string& arch, CompileTarget target);
+
+// The disk cache key of compiling `source` as `program_name` with the
+// current toolkit (cache/compile_key.hpp): compile_options() and the NVRTC
+// library's identity among the rest. Throws ArgumentError for a bad `arch`,
+// CudaNotAvailable when NVRTC cannot be loaded (the options depend on its
+// version).
+cache::Digest compile_key(const std::string& source, const std::string& program_name,
+                          const std::string& arch, CompileTarget target);
+
+// The identity of the NVRTC library compiles use (part of compile_key): the
+// ELF build-id of the configured file (or, for a soname, of the file the
+// loader mapped) and of its preloads; memoized per configuration.
+std::string compiler_identity();
 
 // Loads `image` (cubin, fatbin, or PTX text with or without a trailing NUL)
 // on `device`, once per (hash of the bytes, size, device). Throws CudaError

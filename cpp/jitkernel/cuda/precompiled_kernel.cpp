@@ -241,8 +241,8 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
 
   // Pack: input pointers, output pointers, then each scalar's bytes.
   ParamPack pack;
-  for (const KernelInput& input : prepared.inputs) pack.add(std::get<ArrayView>(input).data);
-  for (const OwnedArray& output : prepared.outputs) pack.add(output.view.data);
+  for (std::size_t i = 0; i < prepared.input_count(); ++i) pack.add(prepared.input_array(i)->data);
+  for (std::size_t i = 0; i < prepared.output_count(); ++i) pack.add(prepared.output(i).data);
   for (const Scalar& s : call.scalars) {
     const std::size_t size = dtype_size(s.dtype);
     pack.add_bytes(s.bytes, size, size);

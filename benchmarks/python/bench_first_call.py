@@ -1,0 +1,745 @@
+"""First call of a CUDA kernel in a new process: jitkernel with an empty and with a warm disk cache, beside CuPy and
+MLX, a bare NVRTC compile of the same source, and what `import jitkernel` costs (issue 4's benchmark).
+
+Kernels: MLX's documentation example (seed 003: exp of a float32 vector, element index from
+cooperative_groups::this_grid().thread_rank()) and the same kernel without cooperative groups (index from
+blockIdx.x * blockDim.x + threadIdx.x), N = 4096 elements, 256 threads per block.
+
+Each measurement runs in a fresh process whose compile caches (JITKERNEL_CACHE_DIR, CUPY_CACHE_DIR, ...) point
+into a new temporary folder; imports, inputs and the CUDA context are made before the clock starts, and each
+process checks its kernel's result after the clock stops:
+  jitkernel empty / warm  jk.cuda_kernel(...) + first call + synchronize; "warm" is a second process sharing the
+                          folder the first one filled.
+  bare NVRTC              nvrtcCreateProgram + nvrtcCompileProgram + nvrtcGetCUBIN of the exact source jitkernel
+                          generates (k.source()), through the NVRTC library jitkernel found, with only
+                          --gpu-architecture (and -I when the source includes headers): the first compile in a
+                          fresh process (what a first call pays) and the median of a few more in that process.
+  CuPy empty / warm       cp.RawKernel(<the same generated source>) + launch + synchronize, its own disk cache.
+  MLX                     mx.fast.cuda_kernel with the same body + first call + mx.eval (MLX has no disk cache).
+  import                  `import numpy`, then `import jitkernel` in a fresh process: the second's time, and which
+                          array frameworks (torch, cupy, jax, mlx, ...) it pulled into sys.modules.
+Medians over --reps processes. Targets (printed with their ratios): warm cache <= 0.5 ms; empty cache without
+cooperative groups <= 1.5x the bare NVRTC compile; seed 003 (empty cache) < 0.5x MLX's first call; import
+<= 20 ms over numpy, with no other array framework imported.
+
+--compile-only (also chosen when no GPU is found): jitkernel rows time jk.cuda_kernel + CudaKernel.compile() to a
+cubin for --arch (empty vs warm disk cache; no launch), the check being a valid cubin, identical in both
+processes; CuPy and MLX rows are skipped. The peers section (below) needs a GPU.
+
+Peers section (--sections peers): the first-call table that bench_launch.py used to print: c = a + b through
+jitkernel, CuPy, torch, cuda.core, Triton, numba and MLX, each in a fresh process from a script file (Triton
+reads kernels from files) with empty caches, then a second, different kernel in that process, then a second
+process on the filled cache folders (disk-warm).
+
+    python3 benchmarks/python/bench_first_call.py --out DIR [--reps 3] [--compile-only] [--sections issue,import,peers]
+
+Writes bench_first_call.json and bench_first_call.md to --out; exits 1 when a jitkernel measurement fails.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from _bench_common import CG_BODY, environment, fmt, numpy_mismatch, write_report
+
+N_ISSUE = 4096  # elements of the issue-4 kernels
+NOCG_BODY = CG_BODY.replace("cooperative_groups::this_grid().thread_rank()", "blockIdx.x * blockDim.x + threadIdx.x")
+KERNELS = {"seed003": ("seed 003 (cooperative_groups)", CG_BODY), "nocg": ("without cooperative_groups", NOCG_BODY)}
+FRAMEWORKS = ("torch", "cupy", "jax", "jaxlib", "mlx", "tensorflow", "numba", "triton", "dask", "pandas")
+CACHE_ENV = {"JITKERNEL_CACHE_DIR": "jitkernel", "CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton",
+             "NUMBA_CACHE_DIR": "numba", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
+TARGETS = {"warm_ms": 0.5, "nocg_vs_nvrtc": 1.5, "seed003_vs_mlx": 0.5, "import_ms": 20.0}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+# --- children: one measurement in a fresh process ----------------------------------------------------------------
+# The parent runs `python bench_first_call.py --child SPEC` (SPEC: JSON); the child prints "RESULT <json>".
+
+def _exp_inputs(kind):
+    """(array on the GPU, a function giving it back as NumPy, synchronize) from ``kind`` (cupy / torch)."""
+    host = np.random.default_rng(0).standard_normal(N_ISSUE).astype(np.float32)
+    if kind == "cupy":
+        import cupy as cp
+        x = cp.asarray(host)
+        cp.cuda.Device().synchronize()
+        return x, cp.asnumpy, cp.cuda.Device().synchronize
+    import torch
+    x = torch.from_numpy(host).cuda()
+    torch.cuda.synchronize()
+    return x, lambda t: t.cpu().numpy(), torch.cuda.synchronize
+
+
+def _check_exp(got, x_host, what):
+    want = np.exp(x_host)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        raise AssertionError(f"{what}: wrong result")
+
+
+def _check_cubin(binary, what):
+    if not binary or bytes(binary[:4]) != b"\x7fELF":
+        raise AssertionError(f"{what}: not a cubin (ELF) image")
+
+
+def child_jitkernel(spec):
+    import jitkernel as jk
+    name, body = "myexp", KERNELS[spec["kernel"]][1]
+    kw = dict(template=[("T", jk.float32)])
+    if spec["compile_only"]:
+        x = np.zeros(N_ISSUE, np.float32)
+        t = time.perf_counter()
+        k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+        cubin = k.compile(inputs=[x], output_dtypes=[np.float32], arch=spec["arch"], **kw)
+        ms = (time.perf_counter() - t) * 1e3
+        _check_cubin(cubin, "jitkernel compile")
+        res = {"ms": ms, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
+    else:
+        x, to_host, sync = _exp_inputs(spec["inputs"])
+        jk.cuda_available()  # driver loaded before the clock (the context exists already: the inputs)
+        t = time.perf_counter()
+        k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+        out = k(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[jk.float32], grid=(N_ISSUE, 1, 1),
+                threadgroup=(256, 1, 1), **kw)[0]
+        sync()
+        ms = (time.perf_counter() - t) * 1e3
+        _check_exp(to_host(out), to_host(x), "jitkernel")
+        res = {"ms": ms}
+    if hasattr(jk, "cache_info"):  # this process's disk-cache hits and misses: the warm run must be a hit
+        res["cache"] = dataclasses.asdict(jk.cache_info())
+    return res
+
+
+def child_cupy(spec):
+    import cupy as cp
+    x, to_host, sync = _exp_inputs("cupy")
+    out = cp.empty_like(x)
+    t = time.perf_counter()
+    k = cp.RawKernel(spec["source"], spec["entry"], options=("--std=c++17",))
+    k((N_ISSUE // 256,), (256,), (x, out))
+    sync()
+    ms = (time.perf_counter() - t) * 1e3
+    _check_exp(to_host(out), to_host(x), "cupy RawKernel")
+    return {"ms": ms}
+
+
+def child_mlx(spec):
+    import mlx.core as mx
+    host = np.random.default_rng(0).standard_normal(N_ISSUE).astype(np.float32)
+    a = mx.array(host)
+    mx.eval(a)  # a copy only: nothing compiled yet
+    t = time.perf_counter()
+    k = mx.fast.cuda_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                            source=KERNELS[spec["kernel"]][1])
+    o = k(inputs=[a], template=[("T", mx.float32)], grid=(N_ISSUE, 1, 1), threadgroup=(256, 1, 1),
+          output_shapes=[a.shape], output_dtypes=[a.dtype])[0]
+    mx.eval(o)
+    ms = (time.perf_counter() - t) * 1e3
+    _check_exp(np.array(o), host, "mlx cuda_kernel")
+    return {"ms": ms}
+
+
+def child_nvrtc(spec):
+    """The generated source through NVRTC alone (ctypes): first compile in this process, then a few more."""
+    import ctypes
+    t = time.perf_counter()
+    for pre in spec["nvrtc_preload"]:
+        ctypes.CDLL(pre, mode=ctypes.RTLD_GLOBAL)
+    nv = ctypes.CDLL(spec["nvrtc_library"])
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    if nv.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
+        raise RuntimeError("nvrtcVersion failed")
+    load_ms = (time.perf_counter() - t) * 1e3
+    opts = [f"--gpu-architecture={spec['arch']}"]
+    if "#include" in spec["source"]:
+        opts += ["-I" + d for d in spec["include_dirs"]]
+    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    src = spec["source"].encode()
+
+    def compile_once():
+        prog = ctypes.c_void_p()
+        t = time.perf_counter()
+        if nv.nvrtcCreateProgram(ctypes.byref(prog), src, b"bare.cu", 0, None, None) != 0:
+            raise RuntimeError("nvrtcCreateProgram failed")
+        try:
+            rc = nv.nvrtcCompileProgram(prog, len(opts), argv)
+            size = ctypes.c_size_t()
+            if rc != 0:
+                nv.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+                log = ctypes.create_string_buffer(size.value)
+                nv.nvrtcGetProgramLog(prog, log)
+                raise RuntimeError(f"NVRTC error {rc}: {log.value.decode(errors='replace')[:500]}")
+            if nv.nvrtcGetCUBINSize(prog, ctypes.byref(size)) != 0:
+                raise RuntimeError("nvrtcGetCUBINSize failed")
+            cubin = ctypes.create_string_buffer(size.value)
+            if nv.nvrtcGetCUBIN(prog, cubin) != 0:
+                raise RuntimeError("nvrtcGetCUBIN failed")
+            ms = (time.perf_counter() - t) * 1e3
+        finally:
+            nv.nvrtcDestroyProgram(ctypes.byref(prog))
+        _check_cubin(cubin.raw, "bare NVRTC")
+        return ms
+
+    first = compile_once()
+    again = [compile_once() for _ in range(spec.get("repeats", 5))]
+    return {"ms": first, "repeat_median_ms": median(again), "load_ms": load_ms,
+            "nvrtc_version": f"{major.value}.{minor.value}",
+            "options": opts[:1] + (["-I..."] if len(opts) > 1 else [])}
+
+
+CHILDREN = {"jitkernel": child_jitkernel, "cupy": child_cupy, "mlx": child_mlx, "nvrtc": child_nvrtc}
+
+# `import numpy`, then `import jitkernel`: nothing else runs in that process first.
+IMPORT_SCRIPT = """import sys, time, json
+t0 = time.perf_counter(); import numpy; t1 = time.perf_counter(); import jitkernel; t2 = time.perf_counter()
+print("RESULT " + json.dumps({"numpy_ms": (t1 - t0) * 1e3, "jitkernel_ms": (t2 - t1) * 1e3,
+      "frameworks": sorted(m for m in %r if m in sys.modules)}))
+""" % (FRAMEWORKS,)
+
+
+def _parse_result(p):
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    if p.returncode == 0 and lines:
+        return json.loads(lines[-1][len("RESULT "):])
+    return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1][:300]}
+
+
+def run_child(spec, env, timeout):
+    """One fresh process measuring ``spec``; its result dict or {"error": ...}."""
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)], env=env,
+                           capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    return _parse_result(p)
+
+
+def python_env(pycache):
+    """os.environ with Python bytecode in the folder ``pycache``, shared by the run's processes (an installed
+    wheel has its .pyc files; a checkout run with PYTHONDONTWRITEBYTECODE would compile sources each time)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
+
+
+def fresh_env(folder, pycache):
+    """The environment of a measured process: every compile cache in ``folder`` (created empty)."""
+    env = python_env(pycache)
+    for var, sub in CACHE_ENV.items():
+        env[var] = os.path.join(folder, sub)
+    env.pop("JITKERNEL_CACHE", None)  # the disk cache on, whatever the caller's shell says
+    return env
+
+
+# --- issue section: the two kernels, jitkernel beside bare NVRTC, CuPy, MLX -----------------------------------
+
+def generated(kernel):
+    """(source, entry name) jitkernel generates for ``kernel`` with float32 inputs (no GPU needed)."""
+    import jitkernel as jk
+    k = jk.cuda_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=KERNELS[kernel][1])
+    sig = dict(inputs=[np.zeros(N_ISSUE, np.float32)], output_dtypes=[np.float32], template=[("T", jk.float32)])
+    return k.source(**sig), k.entry_name(**sig)
+
+
+def _peer_skip(module, compile_only):
+    if compile_only:
+        return "compile-only run (no GPU)"
+    return _missing_module((module,))
+
+
+def summarise(row, runs):
+    """A table cell from the fresh-process runs of one row: median ms, the samples, the first error, and what the
+    row's runs report besides (NVRTC version and load time; jitkernel's disk-cache counts, a warm miss an error)."""
+    cell = {"ms": median(r.get("ms") for r in runs), "samples_ms": [r.get("ms") for r in runs]}
+    errors = [r["error"] for r in runs if "error" in r]
+    if errors:
+        cell["error"] = errors[0]
+    if row == "nvrtc":
+        cell["repeat_median_ms"] = median(r.get("repeat_median_ms") for r in runs)
+        cell["load_ms"] = median(r.get("load_ms") for r in runs)
+        cell["nvrtc_version"] = next((r["nvrtc_version"] for r in runs if "nvrtc_version" in r), None)
+        cell["options"] = next((r["options"] for r in runs if "options" in r), None)
+    if row.startswith("jk"):
+        cell["cache"] = next((r["cache"] for r in runs if "cache" in r), None)
+        if row == "jk_warm" and any(r.get("cache", {}).get("hits") == 0 for r in runs):
+            cell["error"] = "the warm-cache process missed the disk cache (cache_info().hits == 0)"
+    return cell
+
+
+def issue_section(args, arch, compile_only, inputs, toolkit, pycache):
+    """Medians over args.reps fresh processes of every row, per kernel, and the raw samples. One discarded
+    jitkernel run first writes the bytecode of what a first call imports."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="jk_first_call_warmup_") as folder:
+        run_child({"role": "jitkernel", "kernel": "nocg", "compile_only": compile_only, "arch": arch,
+                   "inputs": inputs}, fresh_env(folder, pycache), args.timeout)
+    skip = {"cupy": _peer_skip("cupy", compile_only), "mlx": _peer_skip("mlx.core", compile_only)}
+    for kernel, (label, _) in KERNELS.items():
+        source, entry = generated(kernel)
+        samples = {r: [] for r in ("jk_empty", "jk_warm", "nvrtc", "cupy_empty", "cupy_warm", "mlx")}
+        base = {"kernel": kernel, "compile_only": compile_only, "arch": arch, "inputs": inputs}
+        for _ in range(args.reps):
+            folder = tempfile.mkdtemp(prefix=f"jk_first_call_{kernel}_")
+            try:
+                env = fresh_env(folder, pycache)
+                jk_spec = dict(base, role="jitkernel")
+                samples["jk_empty"].append(run_child(jk_spec, env, args.timeout))
+                samples["jk_warm"].append(run_child(jk_spec, env, args.timeout))
+                samples["nvrtc"].append(run_child(dict(
+                    base, role="nvrtc", source=source, nvrtc_library=toolkit["nvrtc_library"],
+                    nvrtc_preload=toolkit["nvrtc_preload"], include_dirs=toolkit["include_dirs"]),
+                    env, args.timeout))
+                if not skip["cupy"]:
+                    cupy_spec = dict(base, role="cupy", source=source, entry=entry)
+                    samples["cupy_empty"].append(run_child(cupy_spec, env, args.timeout))
+                    samples["cupy_warm"].append(run_child(cupy_spec, env, args.timeout))
+                if not skip["mlx"]:
+                    r = run_child(dict(base, role="mlx"), env, args.timeout)
+                    if "No CUDA back-end" in r.get("error", ""):
+                        skip["mlx"] = "this MLX has no CUDA back-end"
+                    else:
+                        samples["mlx"].append(r)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        rows = {row: {"skipped": skip[row.split("_")[0]]} if skip.get(row.split("_")[0]) else summarise(row, runs)
+                for row, runs in samples.items()}
+        if compile_only and not any("error" in rows[r] for r in ("jk_empty", "jk_warm")):
+            if len({r.get("cubin_sha256") for r in samples["jk_empty"] + samples["jk_warm"]}) != 1:
+                rows["jk_warm"]["error"] = "the warm-cache cubin differs from the compiled one"
+        out[kernel] = {"label": label, "entry": entry, "source_chars": len(source),
+                       "includes": [l.strip() for l in source.splitlines() if l.lstrip().startswith("#include")],
+                       "rows": rows}
+        print(f"{label}: " + json.dumps({r: v.get("ms", v.get("skipped")) for r, v in rows.items()}), flush=True)
+    return out
+
+
+def import_section(reps, timeout, pycache):
+    """`import jitkernel` after `import numpy` in fresh processes, after one discarded run that writes the
+    bytecode (python_env)."""
+    runs = []
+    env = python_env(pycache)
+    with tempfile.TemporaryDirectory(prefix="jk_import_") as folder:
+        for i in range(reps + 1):
+            try:
+                p = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT], capture_output=True, text=True,
+                                   timeout=timeout, cwd=folder, env=env)
+                r = _parse_result(p)
+            except subprocess.TimeoutExpired:
+                r = {"error": f"timed out after {timeout} s"}
+            if i > 0 or "error" in r:  # the first run only writes the bytecode (unless it failed)
+                runs.append(r)
+    ok = [r for r in runs if "error" not in r]
+    res = {"numpy_ms": median(r["numpy_ms"] for r in ok), "jitkernel_ms": median(r["jitkernel_ms"] for r in ok),
+           "samples_ms": [r.get("jitkernel_ms") for r in runs],
+           "frameworks": sorted({m for r in ok for m in r["frameworks"]})}
+    if len(ok) < len(runs):
+        res["error"] = next(r["error"] for r in runs if "error" in r)
+    return res
+
+
+def targets(issue, imp, compile_only):
+    """Rows of the target table: (what, measured, limit, ratio or None, status)."""
+    rows = []
+
+    def ms(kernel, row):
+        r = issue.get(kernel, {}).get("rows", {}).get(row, {})
+        return None if "error" in r or "skipped" in r else r.get("ms")
+
+    def status(value, limit, strict=False):
+        if value is None:
+            return "not measured"
+        return "PASS" if (value < limit if strict else value <= limit) else "FAIL"
+
+    what = "compile" if compile_only else "first call"
+    for kernel, (label, _) in KERNELS.items():
+        w = ms(kernel, "jk_warm")
+        rows.append((f"warm cache, {label}: {what} ms", w, f"<= {TARGETS['warm_ms']} ms", None,
+                     status(w, TARGETS["warm_ms"])))
+    e, b = ms("nocg", "jk_empty"), ms("nocg", "nvrtc")
+    ratio = e / b if e is not None and b else None
+    rows.append((f"empty cache, without cooperative_groups: {what} / bare NVRTC compile (fresh process)",
+                 f"{fmt(e, 1)} / {fmt(b, 1)} ms", f"<= {TARGETS['nocg_vs_nvrtc']}x", ratio,
+                 status(ratio, TARGETS["nocg_vs_nvrtc"])))
+    e, m = ms("seed003", "jk_empty"), ms("seed003", "mlx")
+    ratio = e / m if e is not None and m else None
+    rows.append(("empty cache, seed 003: jitkernel / MLX first call", f"{fmt(e, 1)} / {fmt(m, 1)} ms",
+                 f"< {TARGETS['seed003_vs_mlx']}x", ratio, status(ratio, TARGETS["seed003_vs_mlx"], strict=True)))
+    if imp:
+        v = imp.get("jitkernel_ms")
+        rows.append(("`import jitkernel` after `import numpy`, ms", v, f"<= {TARGETS['import_ms']} ms", None,
+                     status(v, TARGETS["import_ms"])))
+        fw = imp.get("frameworks")
+        rows.append(("array frameworks `import jitkernel` imports", ", ".join(fw) if fw else "none", "none", None,
+                     "not measured" if fw is None or "error" in imp else ("PASS" if not fw else "FAIL")))
+    return rows
+
+
+# --- peers section: c = a + b through every library, fresh processes ----------------------------------------
+# Each script below runs as a file of its own (Triton reads a kernel's source from its file) in a fresh
+# process; it imports the kernel texts and helpers from this module, sets the dict r, and the epilogue prints it.
+
+N_COLD = 4096  # elements in the first-call runs
+
+
+def other_kernel(src):
+    """A second, different kernel from the same text: a - b instead of a + b."""
+    return src.replace("a[i] + b[i]", "a[i] - b[i]")
+
+
+def expect(ok, what):
+    """Fails a first-call run whose kernel gave a wrong result (after its clock stopped)."""
+    if not ok:
+        raise AssertionError(f"{what}: wrong result")
+
+
+COLD_PRELUDE = f"""import json, sys, time
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from _bench_common import RAW_SRC, JK_BODY
+from bench_first_call import N_COLD as N, other_kernel, expect
+"""
+COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
+# row of the first-call table: (peer that --peers selects it by, modules it needs, script)
+COLD = {
+    "jitkernel": ("jitkernel", ("jitkernel", "torch"), """
+import torch, jitkernel as jk
+x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize(); jk.cuda_available()
+def first(name, body, want):
+    t = time.perf_counter()
+    k = jk.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
+    c = k(inputs=[x, y, N], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(N, 1, 1),
+          threadgroup=(256, 1, 1))[0]
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(torch.allclose(c, want()), name)
+    return ms
+r = {"first_call_ms": first("bench_add", JK_BODY, lambda: x + y),
+     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y)}
+"""),
+    "cupy": ("cupy", ("cupy",), """
+import numpy as np, cupy as cp
+h = np.arange(N, dtype=np.float32)
+x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
+def first(src, want):
+    t = time.perf_counter()
+    k = cp.RawKernel(src, "raw_add"); k((N // 256,), (256,), (x, x, np.int32(N), z)); cp.cuda.Device().synchronize()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(cp.asnumpy(z), want), "cupy")
+    return ms
+r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
+"""),
+    "torch": ("torch", ("torch",), """
+import torch
+x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
+t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
+r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
+"""),
+    "cuda.core": ("cudacore", ("cuda.core", "cupy"), """
+import numpy as np, cupy as cp
+from _bench_common import cuda_core
+cc, dev, s = cuda_core()  # the launch table's stream: the legacy default stream
+h = np.arange(N, dtype=np.float32)
+x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
+def first(src, want):
+    t = time.perf_counter()
+    ker = cc.Program(src, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin").get_kernel("raw_add")
+    cc.launch(s, cc.LaunchConfig(grid=N // 256, block=256), ker, np.uint64(x.data.ptr), np.uint64(x.data.ptr),
+              np.int32(N), np.uint64(z.data.ptr))
+    s.sync()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(cp.asnumpy(z), want), "cuda.core")
+    return ms
+r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
+"""),
+    "triton": ("triton", ("triton", "torch"), """
+import torch, triton, triton.language as tl
+x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
+@triton.jit
+def tadd(A, B, C, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
+    tl.store(C + o, tl.load(A + o, mask=m) + tl.load(B + o, mask=m), mask=m)
+@triton.jit
+def tsub(A, B, C, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
+    tl.store(C + o, tl.load(A + o, mask=m) - tl.load(B + o, mask=m), mask=m)
+def first(kern, want):
+    t = time.perf_counter()
+    kern[(N // 1024,)](x, x, z, N, BLOCK=1024); torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(torch.allclose(z, want()), kern.__name__)
+    return ms
+r = {"first_call_ms": first(tadd, lambda: x + x), "second_kernel_ms": first(tsub, lambda: x - x)}
+"""),
+    "numba": ("numba", ("numba.cuda",), """
+import numpy as np
+from numba import cuda
+h = np.arange(N, dtype=np.float32)
+x = cuda.to_device(h); z = cuda.device_array(N, np.float32); cuda.synchronize()
+@cuda.jit
+def nadd(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size: c[i] = a[i] + b[i]
+@cuda.jit
+def nsub(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size: c[i] = a[i] - b[i]
+def first(kern, want):
+    t = time.perf_counter()
+    kern[N // 256, 256](x, x, z); cuda.synchronize()
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(z.copy_to_host(), want), "numba")
+    return ms
+r = {"first_call_ms": first(nadd, h + h), "second_kernel_ms": first(nsub, h - h)}
+"""),
+    "mlx": ("mlx", ("mlx.core",), """
+import numpy as np, mlx.core as mx
+rng = np.random.default_rng(0)
+a, b = (mx.array(rng.standard_normal(N).astype(np.float32)) for _ in range(2)); mx.eval(a, b)  # copies only
+def first(name, body, want):
+    t = time.perf_counter()
+    k = mx.fast.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
+    c = k(inputs=[a, b, N], grid=(N, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
+          output_dtypes=[a.dtype])[0]
+    mx.eval(c)
+    ms = (time.perf_counter() - t) * 1e3
+    expect(np.allclose(np.array(c), want(np.array(a), np.array(b))), name)
+    return ms
+r = {"first_call_ms": first("bench_add", JK_BODY, lambda p, q: p + q),
+     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda p, q: p - q),
+     "note": "MLX puts <cooperative_groups.h> in every kernel"}
+"""),
+}
+
+
+def _missing_module(modules):
+    """Why one of ``modules`` cannot be used here (not installed, or its import fails), or None."""
+    import importlib.util
+    for mod in modules:
+        try:
+            if importlib.util.find_spec(mod) is None:
+                return f"{mod} not installed"
+        except ModuleNotFoundError:  # a parent package is missing
+            return f"{mod} not installed"
+        except Exception as e:  # importing the parent package failed
+            return f"{mod} cannot be imported ({type(e).__name__}: {e})"
+    return None
+
+
+def _run_cold(path, env, timeout):
+    """One fresh process running the script at ``path``: its r dict, or {"error": last line of stderr}."""
+    try:
+        p = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    if p.returncode == 0 and lines:
+        return json.loads(lines[-1][len("RESULT "):])
+    return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
+
+
+def cuda_device_count():
+    """(number of CUDA devices, why none) from the driver itself through ctypes, so that the first-call rows
+    can be skipped on a machine without a GPU whatever frameworks are installed."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return 0, f"no CUDA driver ({e})"
+    count = ctypes.c_int(0)
+    rc = cuda.cuInit(0)
+    if rc == 0:
+        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
+    if rc != 0:
+        return 0, f"the CUDA driver reports no usable device (CUresult {rc})"
+    return count.value, "" if count.value else "the CUDA driver reports no device"
+
+
+def cold_start(row, timeout):
+    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
+    peer, needs, script = COLD[row]
+    missing = _missing_module(needs)
+    if missing:
+        return {"skipped": missing}
+    d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
+    caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", "NUMBA_CACHE_DIR": "numba",
+              "CUDA_CACHE_PATH": "nv", "JITKERNEL_CACHE_DIR": "jitkernel", "XDG_CACHE_HOME": "xdg"}
+    env = dict(os.environ, **{k: os.path.join(d, v) for k, v in caches.items()})
+    path = os.path.join(d, f"first_call_{peer}.py")
+    with open(path, "w") as f:
+        f.write(COLD_PRELUDE + script + COLD_EPILOGUE)
+    out = {"cold": _run_cold(path, env, timeout)}
+    reason = numpy_mismatch(peer, out["cold"].get("error", ""))
+    if reason:
+        return {"skipped": reason}
+    notes = [out["cold"].get("note", "")]
+    if peer == "jitkernel" and "error" not in out["cold"]:
+        jk_cache = env["JITKERNEL_CACHE_DIR"]
+        if not any(files for _, _, files in os.walk(jk_cache)):
+            notes.append("in-memory compile cache only (nothing was written to JITKERNEL_CACHE_DIR): the "
+                         "disk-warm process compiles again, so disk-warm = cold")
+    out["diskwarm"] = _run_cold(path, env, timeout)
+    out["note"] = "; ".join(n for n in notes if n)
+    return out
+
+
+# --- report -------------------------------------------------------------------------------------------------------
+
+def _cell(r, digits=1):
+    if not r:
+        return "–"
+    if "skipped" in r:
+        return f"skipped: {r['skipped']}"
+    if "error" in r:
+        return f"error: {r['error'][:160]}"
+    return fmt(r.get("ms"), digits)
+
+
+def markdown(res):
+    env, cfg = res["environment"], res["config"]
+    mode = f"compile-only ({cfg['arch']}, no launch)" if cfg["compile_only"] else f"GPU ({cfg['arch']})"
+    lines = ["# First call in a new process: jitkernel beside bare NVRTC, CuPy and MLX", "",
+             f"{env.get('device', 'no CUDA device')} · {mode} · commit {env.get('commit')} · {env.get('date')} · "
+             f"Python {env.get('python')} · NVRTC {cfg.get('nvrtc_version')} · median of {cfg['reps']} "
+             f"fresh processes per cell", ""]
+    if res.get("issue"):
+        lines += ["## Targets (issue 4)", "", "| target | measured | limit | ratio | status |", "|---|---:|---|---:|---|"]
+        for what, value, limit, ratio, st in targets(res["issue"], res.get("import"), cfg["compile_only"]):
+            shown = fmt(value, 2) if isinstance(value, (int, float)) or value is None else value
+            lines.append(f"| {what} | {shown} | {limit} | {fmt(ratio, 2)} | {st} |")
+        what = "kernel creation + compile() to a cubin" if cfg["compile_only"] else \
+            "kernel creation + compile + load + launch + synchronize"
+        lines += ["", f"## {what}, ms", "",
+                  "| kernel | jitkernel, empty cache | jitkernel, warm cache | bare NVRTC, first compile in a "
+                  "fresh process | bare NVRTC, further compiles | loading NVRTC (not in the bare columns) "
+                  "| CuPy RawKernel, empty cache | CuPy, warm cache | MLX (no disk cache) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for kernel, k in res["issue"].items():
+            r = k["rows"]
+            lines.append(f"| {k['label']} | {_cell(r['jk_empty'])} | {_cell(r['jk_warm'], 2)} | {_cell(r['nvrtc'])} "
+                         f"| {fmt(r['nvrtc'].get('repeat_median_ms'), 1)} | {fmt(r['nvrtc'].get('load_ms'), 1)} "
+                         f"| {_cell(r['cupy_empty'])} "
+                         f"| {_cell(r['cupy_warm'], 2)} | {_cell(r['mlx'])} |")
+        lines += ["", "The source compiled by bare NVRTC and CuPy is the one jitkernel generates (`k.source()`); "
+                  "bare NVRTC gets only `--gpu-architecture` (and `-I` when the source includes headers). Includes "
+                  "in the generated sources: " + "; ".join(
+                      f"{k['label']}: {', '.join(k['includes']) or 'none'}" for k in res["issue"].values()), ""]
+    imp = res.get("import")
+    if imp:
+        lines += ["## `import jitkernel`", "",
+                  f"`import numpy` {fmt(imp.get('numpy_ms'), 1)} ms, then `import jitkernel` "
+                  f"{fmt(imp.get('jitkernel_ms'), 1)} ms (median of {len(imp.get('samples_ms', []))} fresh "
+                  f"processes; samples {', '.join(fmt(x, 1) for x in imp.get('samples_ms', []))}); array "
+                  f"frameworks it imported: {', '.join(imp.get('frameworks') or []) or 'none'}"
+                  + (f"; error: {imp['error']}" if imp.get("error") else ""), ""]
+    if res.get("peers"):
+        lines += ["## First call of c = a + b, every peer (fresh process, empty caches)", "",
+                  "| library | cold ms | second kernel, same process ms | disk-warm process ms | note |",
+                  "|---|---:|---:|---:|---|"]
+        for row, r in res["peers"].items():
+            if "skipped" in r:
+                lines.append(f"| {row} | skipped: {r['skipped'][:200]} | | | |")
+                continue
+            c, w = r.get("cold", {}), r.get("diskwarm", {})
+            note = "; ".join(x for x in (r.get("note"), c.get("error") and f"cold: {c['error']}",
+                                         w.get("error") and f"disk-warm: {w['error']}") if x)
+            lines.append(f"| {row} | {fmt(c.get('first_call_ms'), 1)} | {fmt(c.get('second_kernel_ms'), 1)} | "
+                         f"{fmt(w.get('first_call_ms'), 1)} | {note[:300]} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def save(res, out):
+    return write_report(out, "bench_first_call", res, markdown(res))
+
+
+def jitkernel_failed(res):
+    bad = [r for k in res.get("issue", {}).values() for n, r in k["rows"].items()
+           if n.startswith("jk") and ("error" in r or r.get("ms") is None)]
+    peers = res.get("peers", {}).get("jitkernel", {})
+    return bool(bad) or any("error" in peers.get(x, {}) for x in ("cold", "diskwarm"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="folder for bench_first_call.md and bench_first_call.json")
+    ap.add_argument("--sections", default="issue,import,peers", help="comma-separated: issue, import, peers")
+    ap.add_argument("--reps", type=int, default=3, help="fresh processes per cell (median)")
+    ap.add_argument("--import-reps", type=int, default=9, help="fresh processes for the import time")
+    ap.add_argument("--compile-only", action="store_true", help="no GPU: time compiles to a cubin for --arch")
+    ap.add_argument("--arch", default="sm_90a", help="architecture of --compile-only runs")
+    ap.add_argument("--inputs", choices=("auto", "cupy", "torch"), default="auto",
+                    help="array framework of jitkernel's inputs on the GPU (auto: CuPy if installed, else torch)")
+    ap.add_argument("--peers", default=",".join(sorted({p for p, _, _ in COLD.values()})),
+                    help="peers of the peers section")
+    ap.add_argument("--timeout", type=float, default=180, help="seconds per fresh process")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        spec = json.loads(args.child)
+        print("RESULT " + json.dumps(CHILDREN[spec["role"]](spec)), flush=True)
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    sections = [s for s in args.sections.split(",") if s]
+    unknown = set(sections) - {"issue", "import", "peers"}
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}")
+    os.makedirs(args.out, exist_ok=True)
+
+    devices, why = cuda_device_count()
+    compile_only = args.compile_only or devices == 0
+    import jitkernel as jk
+    tk = jk.toolkit_info()
+    if tk.get("nvrtc_error"):
+        print(f"NVRTC not usable: {tk['nvrtc_error']}", file=sys.stderr)
+        return 1
+    arch = args.arch if compile_only else jk.device_info(0)["arch"]
+    inputs = args.inputs
+    if inputs == "auto":
+        inputs = "cupy" if not _missing_module(("cupy",)) else "torch"
+    res = {"environment": environment(), "config": {
+        "compile_only": compile_only, "why_compile_only": why if devices == 0 else "", "arch": arch,
+        "reps": args.reps, "inputs": inputs, "nvrtc_version": tk.get("nvrtc_version"),
+        "nvrtc_library": tk.get("nvrtc_library"), "sections": sections}}
+    print(json.dumps(res["config"]), flush=True)
+    pycache = tempfile.mkdtemp(prefix="jk_first_call_pycache_")
+    try:
+        if "import" in sections:
+            res["import"] = import_section(args.import_reps, args.timeout, pycache)
+            print("import: " + json.dumps(res["import"]), flush=True)
+            save(res, args.out)
+        if "issue" in sections:
+            res["issue"] = issue_section(args, arch, compile_only, inputs, tk, pycache)
+            save(res, args.out)
+    finally:
+        shutil.rmtree(pycache, ignore_errors=True)
+    if "peers" in sections:
+        res["peers"] = {}
+        peers = set(p for p in args.peers.split(",") if p)
+        for row, (peer, _, _) in COLD.items():
+            if peer in peers:
+                res["peers"][row] = cold_start(row, args.timeout) if devices else {"skipped": why}
+                print(f"first call {row}: {json.dumps(res['peers'][row])}", flush=True)
+                save(res, args.out)
+    md = save(res, args.out)
+    print()
+    print(md)
+    return 1 if jitkernel_failed(res) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

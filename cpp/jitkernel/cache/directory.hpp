@@ -1,0 +1,22 @@
+// The cache folder on disk: where it is (environment and platform
+// conventions) and whether it is safe to use (a private folder of this user).
+#pragma once
+
+#include <string>
+
+namespace jk::cache {
+
+// $JITKERNEL_CACHE_DIR (made absolute against the working directory), else
+// $XDG_CACHE_HOME/jitkernel (when absolute) or $HOME/.cache/jitkernel on
+// Linux, $HOME/Library/Caches/jitkernel on macOS. HOME falls back to the
+// password database. Empty when no home folder can be found.
+std::string directory_from_environment();
+
+// Makes `path` a usable private folder: creates it and missing parents with
+// mode 0700 when `create`, then checks that it is a directory owned by this
+// user and not writable by group or others. Returns "" when usable, else why
+// not ("owned by uid 0, not by this user (uid 1000)", "cannot create it:
+// Read-only file system", ...).
+std::string prepare_private_folder(const std::string& path, bool create);
+
+}  // namespace jk::cache

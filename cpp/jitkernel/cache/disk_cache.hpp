@@ -1,0 +1,88 @@
+// The persistent compile cache: compiled binaries stored as files in a
+// private per-user folder, keyed by a SHA-256 of everything that changes the
+// binary (see key.hpp), so a new process finds a kernel compiled by an
+// earlier one with one open + read + checksum.
+//
+// Folder: $JITKERNEL_CACHE_DIR, else $XDG_CACHE_HOME/jitkernel or
+// ~/.cache/jitkernel (Linux), ~/Library/Caches/jitkernel (macOS).
+// JITKERNEL_CACHE=0 disables it; JITKERNEL_CACHE_MAX_BYTES caps its size
+// (default 1 GiB; least recently used entries are evicted after a store).
+// The environment is read on first use (and again after reset()).
+//
+// Never an error: a folder that cannot be used (owned by another user,
+// writable by group/others, not creatable) or a write that fails (read-only
+// or full disk) turns the disk cache off for the process with one warning
+// per cause (see set_warning_handler); compiles then stay in memory only.
+// Entries carry a checksum; a bad one is ignored (and replaced on the next
+// store). Writes are atomic (temp file + fsync + rename), no lock files.
+// All functions are thread-safe and safe against concurrent processes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "jitkernel/cache/sha256.hpp"
+
+namespace jk::cache {
+
+using Key = Digest;
+
+// The absolute cache folder when the disk cache is enabled and usable
+// (created 0700, owned by this user, not writable by group/others), else
+// nullopt (JITKERNEL_CACHE=0, or turned off after its one warning). Entries
+// live in its "kernels" subfolder; NVRTC precompiled headers belong in its
+// "pch" subfolder (clear() empties both; only "kernels" counts toward the
+// cap and info()).
+std::optional<std::string> active_directory();
+
+// The folder the configuration names, whether or not it is usable or enabled
+// (what `python -m jitkernel cache path` prints). Empty when there is no home
+// folder to derive it from.
+std::string configured_directory();
+
+// The payload stored under `key`, or nullopt (no entry, a bad entry, disk
+// cache off). A hit marks the entry recently used.
+std::optional<std::string> load(const Key& key);
+
+// Stores `payload` under `key` (atomic replace), then evicts least recently
+// used entries while the folder holds more than the cap. Failures turn the
+// disk cache off with a warning; nothing is thrown.
+void store(const Key& key, std::string_view payload);
+
+struct Info {
+  std::string directory;        // configured_directory()
+  bool enabled = false;         // active_directory() has a value
+  std::string disabled_reason;  // why not, when !enabled
+  std::uint64_t entries = 0;    // entry files in the folder now
+  std::uint64_t bytes = 0;      // their total size
+  std::uint64_t max_bytes = 0;  // the cap
+  // This process: loads that found a valid entry / found none / found a bad
+  // one (counted in misses too), entries written, entries evicted.
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t corrupt = 0;
+  std::uint64_t stores = 0;
+  std::uint64_t evictions = 0;
+};
+Info info();
+
+// Removes every entry (and stale temp file) from the folder; returns how many
+// entries were removed. Works on the configured folder even when it has been
+// turned off for writing, as long as it passes the ownership checks.
+std::uint64_t clear();
+
+// Forgets the configuration, the causes already warned about and the
+// counters, so that the environment is read again on next use (tests, and
+// programs that change JITKERNEL_CACHE* at run time).
+void reset();
+
+// Where warnings go: the Python bindings turn them into a Python warning.
+// Without a handler they are written to stderr. Each cause is reported once
+// per process (until reset()). The handler is called with no cache lock held
+// and must not throw.
+using WarningHandler = void (*)(const std::string& message);
+void set_warning_handler(WarningHandler handler);
+
+}  // namespace jk::cache

@@ -1,0 +1,39 @@
+// The byte layout of one cache entry file: a fixed 96-byte header, then the
+// payload (the compiled binary). All integers little-endian.
+//
+//   0   8  magic "\x89JKC\r\n\x1a\n" (catches text-mode mangling and foreign files)
+//   8   4  format version (key.hpp's kFormatVersion)
+//   12  4  header size (96)
+//   16  32 the key (SHA-256), echoing the file name
+//   48  8  payload size; the file is exactly header + payload bytes long
+//   56  32 SHA-256 of the payload
+//   88  8  zero (reserved)
+//
+// Pure byte work, no I/O: disk_cache.cpp reads and writes the files.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "jitkernel/cache/sha256.hpp"
+
+namespace jk::cache {
+
+inline constexpr std::size_t kEntryHeaderSize = 96;
+using EntryHeaderBytes = std::array<std::uint8_t, kEntryHeaderSize>;
+
+EntryHeaderBytes encode_entry_header(const Digest& key, std::string_view payload);
+
+// Checks a header read from a file of `file_size` bytes against `key`.
+// Returns nullptr when it is the header of a valid entry for `key` whose
+// payload is file_size - kEntryHeaderSize bytes, else why not ("bad magic",
+// "wrong size", ...). The payload checksum is checked by payload_matches.
+const char* check_entry_header(const EntryHeaderBytes& header, const Digest& key,
+                               std::uint64_t file_size);
+
+// Whether `payload` has the checksum recorded in `header`.
+bool payload_matches(const EntryHeaderBytes& header, std::string_view payload);
+
+}  // namespace jk::cache

@@ -1,0 +1,58 @@
+// The file helpers of file_io.hpp.
+#include "jitkernel/cache/file_io.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace jk::cache {
+
+bool Fd::reset() {
+  if (fd_ < 0) return true;
+  int r = ::close(fd_);
+  fd_ = -1;
+  return r == 0;
+}
+
+bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset) {
+  auto* p = static_cast<char*>(out);
+  while (size > 0) {
+    ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+#if defined(__APPLE__)
+  const auto& t = st.st_mtimespec;
+#else
+  const auto& t = st.st_mtim;
+#endif
+  return std::int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+}  // namespace jk::cache

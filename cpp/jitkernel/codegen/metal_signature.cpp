@@ -1,0 +1,240 @@
+// generate_metal_kernel: writes the text MLX 0.32.4's metal_kernel writes for
+// the same spec and call (see metal_signature.hpp), in this order:
+//
+//   <header>                                       the user's, verbatim
+//   template <typename T, int N, bool B>           when template arguments are given
+//   [[kernel]] void custom_kernel_NAME...(         name: see kernel_name() below
+//     const device float* inp [[buffer(0)]],       per input; `constant` below 8
+//     const constant int* inp_shape [[buffer(1)]],   elements, `const constant T&` for 0-d;
+//     const constant int64_t* inp_strides [[buffer(2)]],  shape/strides/ndim when the
+//     const constant int& inp_ndim [[buffer(3)]],         body mentions them
+//     device float* out [[buffer(4)]],             per output (`device atomic<T>*`)
+//     uint3 thread_position_in_grid [[thread_position_in_grid]]) {   attributes used
+//   <source>
+//   }
+//                                                  when templated:
+//   template [[host_name("NAME")]] [[kernel]] decltype(NAME<float, 3, 1>) NAME<float, 3, 1>;
+//
+// The runtime compiles metal_utils_preamble() + this text.
+#include <cstdint>
+#include <string>
+
+#include "jitkernel/codegen/codegen_detail.hpp"
+#include "jitkernel/codegen/metal_detail.hpp"
+#include "jitkernel/codegen/metal_signature.hpp"
+#include "jitkernel/core/errors.hpp"
+
+namespace jk::codegen {
+namespace {
+
+const char* metal_type(DType d) { return dtype_info(d).metal_type; }
+
+// Apple GPUs have no 64-bit floating point type (MLX refuses float64 arrays too).
+void check_dtype(const char* argument, const char* role, const std::string& name, DType dtype) {
+  if (dtype != DType::Float64) return;
+  throw ArgumentError(argument, std::string(role) + " '" + name +
+                                    "' is float64, which Metal does not support (Apple GPUs have no "
+                                    "double precision); convert it to float32");
+}
+
+// MLX declares no shape / strides / ndim for a 0-d input, so a body that uses
+// them cannot compile: say so instead. `code` has the identifiers outside
+// comments (a mention in a comment alone is harmless).
+void check_input(const std::string& name, const MetalInputDescription& in, const SourceScan& code) {
+  const char* used = code.has(name + "_shape")     ? "_shape"
+                     : code.has(name + "_strides") ? "_strides"
+                     : code.has(name + "_ndim")    ? "_ndim"
+                                                   : nullptr;
+  if (!used) return;
+  if (in.ndim() == 0) {
+    throw ArgumentError("inputs", "input '" + name + "' is 0-d (a scalar), but the source uses '" +
+                                      name + used + "'; a 0-d input gets no shape, strides or ndim " +
+                                      "(as in MLX): pass an array of shape (1,), or drop " + name +
+                                      used + " from the source");
+  }
+  for (auto d : in.shape) {
+    if (d > INT32_MAX) {
+      throw ArgumentError("inputs", "input '" + name + "' has a dimension of " + std::to_string(d) +
+                                        ", but its shape is passed as 32-bit ints ('" + name + used +
+                                        "')");
+    }
+  }
+}
+
+// One template value as MLX prints it: ints in decimal, bools as 1 / 0,
+// dtypes by their Metal spelling.
+std::string template_value(const TemplateArg& arg) {
+  switch (arg.kind) {
+    case TemplateArg::Kind::Int: return std::to_string(arg.int_value);
+    case TemplateArg::Kind::Bool: return arg.int_value ? "1" : "0";
+    case TemplateArg::Kind::DType: return metal_type(arg.dtype);
+  }
+  return {};
+}
+
+const char* template_param_type(const TemplateArg& arg) {
+  switch (arg.kind) {
+    case TemplateArg::Kind::Int: return "int";
+    case TemplateArg::Kind::Bool: return "bool";
+    case TemplateArg::Kind::DType: return "typename";
+  }
+  return "";
+}
+
+// custom_kernel_<name>[_<template part>]<per input _type[s|c]><per output _type>.
+// MLX's template part is its instantiation text "<v1, v2>" with '<', '>',
+// ', ' and '-' each replaced by '_' and the last character dropped: "_v1_v2"
+// (so the name gets a double underscore). Inputs: 's' for 0-d, 'c' for the
+// constant address space.
+std::string kernel_name(const MetalKernelSpec& spec, const MetalCallDescription& call) {
+  std::string name = "custom_kernel_" + spec.name;
+  if (!call.template_args.empty()) {
+    name += "_";
+    for (const auto& t : call.template_args) {
+      std::string v = template_value(t);
+      for (char& c : v) c = c == '-' ? '_' : c;
+      name += "_" + v;
+    }
+  }
+  for (const auto& in : call.inputs) {
+    name += "_";
+    name += metal_type(in.dtype);
+    if (in.ndim() == 0) {
+      name += "s";
+    } else if (in.size() < kMetalMaxConstantArraySize) {
+      name += "c";
+    }
+  }
+  for (DType d : call.output_dtypes) {
+    name += "_";
+    name += metal_type(d);
+  }
+  return name;
+}
+
+int count_lines(const std::string& text) {
+  if (text.empty()) return 0;
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n + (text.back() != '\n');
+}
+
+// 1-based number of the line on which the character at `offset` of `text` lies.
+int line_at(const std::string& text, std::size_t offset) {
+  int n = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) n += text[i] == '\n';
+  return n;
+}
+
+}  // namespace
+
+GeneratedMetalKernel generate_metal_kernel(const MetalKernelSpec& spec,
+                                           const MetalCallDescription& call) {
+  validate_metal_kernel_spec(spec);
+  check_call_counts(spec.input_names, call.inputs.size(), spec.output_names,
+                    call.output_dtypes.size());
+  const auto body = raw_identifiers(spec.source);
+  check_metal_template_args(call.template_args, spec, body);
+  SourceScan code;
+  scan_into(spec.source, code);
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    check_dtype("inputs", "input", spec.input_names[i], call.inputs[i].dtype);
+    check_input(spec.input_names[i], call.inputs[i], code);
+  }
+  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
+    check_dtype("output_dtypes", "output", spec.output_names[i], call.output_dtypes[i]);
+  }
+
+  GeneratedMetalKernel k;
+  k.kernel_name = kernel_name(spec, call);
+
+  std::string& text = k.source_without_utils;
+  text.reserve(spec.header.size() + spec.source.size() + 1024);
+  text += spec.header;
+  if (!call.template_args.empty()) {
+    text += "template <";
+    for (std::size_t i = 0; i < call.template_args.size(); ++i) {
+      const TemplateArg& t = call.template_args[i];
+      text += (i ? ", " : "") + std::string(template_param_type(t)) + " " + t.name;
+    }
+    text += ">\n";
+  }
+  text += "[[kernel]] void " + k.kernel_name + "(\n";
+
+  // Parameters, one per line, each recorded in `bindings` in buffer order.
+  std::vector<std::string> params;
+  auto add_buffer = [&](MetalBufferKind kind, int index, MetalAddressSpace space,
+                        MetalPassing passing, const std::string& decl) {
+    int buffer = static_cast<int>(k.bindings.size());
+    params.push_back("  " + decl + " [[buffer(" + std::to_string(buffer) + ")]]");
+    k.bindings.push_back({buffer, kind, index, space, passing});
+  };
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const MetalInputDescription& in = call.inputs[i];
+    const std::string& name = spec.input_names[i];
+    const int idx = static_cast<int>(i);
+    const bool constant = in.size() < kMetalMaxConstantArraySize;
+    add_buffer(MetalBufferKind::InputData, idx,
+               constant ? MetalAddressSpace::Constant : MetalAddressSpace::Device,
+               MetalPassing::Buffer,
+               std::string("const ") + (constant ? "constant " : "device ") + metal_type(in.dtype) +
+                   (in.ndim() == 0 ? "& " : "* ") + name);
+    if (in.ndim() == 0) continue;
+    ShapeUse use = shape_use(body, name);
+    if (use.shape) {
+      add_buffer(MetalBufferKind::InputShape, idx, MetalAddressSpace::Constant,
+                 MetalPassing::Bytes, "const constant int* " + name + "_shape");
+    }
+    if (use.strides) {
+      add_buffer(MetalBufferKind::InputStrides, idx, MetalAddressSpace::Constant,
+                 MetalPassing::Bytes, "const constant int64_t* " + name + "_strides");
+    }
+    if (use.ndim) {
+      add_buffer(MetalBufferKind::InputNdim, idx, MetalAddressSpace::Constant,
+                 MetalPassing::Bytes, "const constant int& " + name + "_ndim");
+    }
+  }
+  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
+    std::string type = metal_type(call.output_dtypes[i]);
+    if (spec.atomic_outputs) type = "atomic<" + type + ">";
+    add_buffer(MetalBufferKind::OutputData, static_cast<int>(i), MetalAddressSpace::Device,
+               MetalPassing::Buffer, "device " + type + "* " + spec.output_names[i]);
+  }
+  for (const auto& attr : metal_attributes()) {
+    if (body.count(attr.name)) {
+      params.push_back(std::string("  ") + attr.type + " " + attr.name + " [[" + attr.name + "]]");
+    }
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    text += params[i];
+    text += i + 1 < params.size() ? ",\n" : ") {\n";
+  }
+
+  const std::size_t body_offset = text.size();
+  text += spec.source;
+  text += "\n}\n";
+  if (!call.template_args.empty()) {
+    std::string instance = k.kernel_name + "<";
+    for (std::size_t i = 0; i < call.template_args.size(); ++i) {
+      instance += (i ? ", " : "") + template_value(call.template_args[i]);
+    }
+    instance += ">";
+    text += "\ntemplate [[host_name(\"" + k.kernel_name + "\")]] [[kernel]] decltype(" + instance +
+            ") " + instance + ";\n";
+  }
+
+  const std::string_view utils = metal_utils_preamble();
+  k.source.reserve(utils.size() + text.size());
+  k.source.append(utils);
+  k.source += text;
+  const int utils_lines = line_at(k.source, utils.size()) - 1;
+  if (!spec.header.empty()) {
+    k.header_first_line = utils_lines + 1;
+    k.header_line_count = count_lines(spec.header);
+  }
+  k.body_first_line = utils_lines + line_at(text, body_offset);
+  k.body_line_count = count_lines(spec.source);
+  return k;
+}
+
+}  // namespace jk::codegen

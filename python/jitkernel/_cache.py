@@ -1,0 +1,73 @@
+"""The persistent compile cache: ``jitkernel.cache_info()``, ``clear_cache()``, ``cache_path()`` and
+``CacheWarning``.
+
+Compiled kernels are stored in a private per-user folder so that a new process runs a kernel compiled before without
+calling NVRTC: ``$JITKERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitkernel`` or ``~/.cache/jitkernel`` (macOS:
+``~/Library/Caches/jitkernel``). ``JITKERNEL_CACHE=0`` turns it off; ``JITKERNEL_CACHE_MAX_BYTES`` caps its size
+(default 1 GiB, e.g. ``512M``); least recently used entries are evicted. The cache lives in the C++ core
+(cpp/jitkernel/cache/); when it cannot be used (a folder another user owns or others may write to, a read-only or
+full disk) kernels are kept in memory only and a ``CacheWarning`` is issued once per cause and process.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+
+from . import _core
+
+__all__ = ["CacheInfo", "CacheWarning", "cache_info", "cache_path", "clear_cache"]
+
+
+class CacheWarning(RuntimeWarning):
+    """The compile cache folder cannot be used (kernels are then compiled and kept in memory only)."""
+
+
+CacheWarning.__module__ = "jitkernel"
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """State of the compile cache. ``hits`` ... ``evictions`` count this process's disk cache activity."""
+
+    path: str  # the configured folder ("" when there is no home folder)
+    enabled: bool  # the folder is in use
+    disabled_reason: str  # why not, when not enabled
+    entries: int  # compiled kernels stored in the folder now
+    bytes: int  # their total size
+    max_bytes: int  # the cap (JITKERNEL_CACHE_MAX_BYTES)
+    hits: int  # kernels this process loaded from the folder
+    misses: int  # lookups that found no usable entry (so NVRTC compiled)
+    corrupt: int  # misses that found a damaged or foreign entry (it is replaced)
+    stores: int  # entries this process wrote
+    evictions: int  # entries this process removed to stay under max_bytes
+
+
+def cache_info() -> CacheInfo:
+    """Where the compile cache is, whether it is in use, how big it is, and this process's hits and misses."""
+    return CacheInfo(**_core._cache_info())
+
+
+def clear_cache() -> int:
+    """Removes every compiled kernel from the cache folder; returns how many entries were removed."""
+    return _core._cache_clear()
+
+
+def cache_path() -> str:
+    """The compile cache folder the environment names (whether or not it is enabled or usable)."""
+    return _core._cache_path()
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _warn(message: str) -> None:
+    """The core's warning hook: attributes the warning to the first caller outside jitkernel."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, CacheWarning, stacklevel=level)
+
+
+_core._cache_set_warning_hook(_warn)

@@ -1,0 +1,215 @@
+"""``jitkernel.metal_kernel`` (MLX's ``mx.fast.metal_kernel``) and the older ``jitkernel.MetalKernel`` form.
+
+The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/metal.cpp), which checks the
+arguments, generates the Metal source (byte-identical with MLX 0.32.4's, see docs/metal_codegen_differences.md)
+and hands the call to the Metal runtime. The source can be generated on any OS (``kernel.source(...)``); calling a
+kernel needs macOS on Apple silicon and raises ``MetalNotAvailableError`` elsewhere, after the arguments have been
+checked (so argument errors show up on every OS).
+
+The seeds' older forms are thin layers over the same object: seed 000's dict form (``inputs={"inp": a}``,
+``output_shapes={"out": ...}``, the factory's names omitted, a dict returned; ``metal_kernel(name, source)``
+positionally), and seed 002's ``MetalKernel(name=, source=, grid=, threadgroup=, output_shapes=,
+output_dtypes=)`` with ``.template(T=...)``, called with the inputs as keyword arguments.
+"""
+from __future__ import annotations
+
+from . import _core
+from ._cuda_kernel import _names_arg, _str_arg
+from ._errors import ArgumentError, ArgumentTypeError
+from ._kernel_front import ordered, resolve_call
+
+__all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
+
+_MATH_MODES = ("safe", "relaxed", "fast")
+
+
+def _bool_arg(value, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(argument, f"expected True or False, got {value!r}")
+    return value
+
+
+def _math_mode(compile_options) -> str:
+    """The math mode of ``compile_options`` (None or {"math_mode": "safe" | "relaxed" | "fast"}); MLX's default
+    is "safe"."""
+    if compile_options is None:
+        return "safe"
+    if not isinstance(compile_options, dict):
+        raise ArgumentTypeError("compile_options", f"expected a dict such as {{'math_mode': 'fast'}} or None, "
+                                                   f"got {type(compile_options).__name__}")
+    unknown = [k for k in compile_options if k != "math_mode"]
+    if unknown:
+        raise ArgumentError("compile_options", f"unknown option {unknown[0]!r}; the only option is 'math_mode'")
+    mode = compile_options.get("math_mode", "safe")
+    if mode not in _MATH_MODES or not isinstance(mode, str):
+        raise ArgumentError("compile_options", f"math_mode must be 'safe', 'relaxed' or 'fast', got {mode!r}")
+    return mode
+
+
+class MetalKernelFunction:
+    """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments::
+
+        kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+               init_value=None, verbose=False, stream=None, outputs=None)
+
+    Returns the outputs as a list in output_names order (a dict in the dict form). ``grid`` counts threads
+    (Metal's dispatchThreads); ``verbose=True`` prints the generated source as MLX does; ``stream`` must be None.
+    """
+
+    __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
+                 "atomic_outputs", "math_mode", "_impl", "_impls")
+
+    def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs,
+                 math_mode):
+        self.name = name
+        self.input_names = input_names
+        self.output_names = output_names
+        self.source_text = source
+        self.header = header
+        self.ensure_row_contiguous = ensure_row_contiguous
+        self.atomic_outputs = atomic_outputs
+        self.math_mode = math_mode
+        self._impls: dict = {}
+        # With both name lists known the C++ kernel is made (and the names checked) right away.
+        self._impl = self._impl_for(input_names, output_names) if input_names is not None and \
+            output_names is not None else None
+
+    def __repr__(self) -> str:
+        return (f"jitkernel.MetalKernelFunction(name={self.name!r}, input_names={self.input_names!r}, "
+                f"output_names={self.output_names!r})")
+
+    def _impl_for(self, input_names: tuple, output_names: tuple):
+        impl = self._impls.get((input_names, output_names))
+        if impl is None:
+            impl = _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text,
+                                     self.header, self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
+            self._impls[(input_names, output_names)] = impl
+        return impl
+
+    def __call__(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                 init_value=None, verbose=False, stream=None, outputs=None):
+        impl = self._impl
+        if impl is not None:  # names known: the C++ call checks everything, and declines dicts
+            results = impl.call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                stream, outputs, verbose)
+            if results is not NotImplemented:
+                return results
+        in_names, inputs, out_names, dict_form = resolve_call(
+            inputs, (("output_shapes", output_shapes), ("output_dtypes", output_dtypes), ("outputs", outputs)),
+            self.input_names, self.output_names, "metal_kernel")
+        results = self._impl_for(in_names, out_names).call(
+            inputs, ordered(output_shapes, out_names), ordered(output_dtypes, out_names), grid, threadgroup,
+            template, init_value, stream, ordered(outputs, out_names), verbose)
+        return dict(zip(out_names, results)) if dict_form else results
+
+    def _signature_args(self, inputs, output_dtypes):
+        impl = self._impl
+        if impl is not None and not (isinstance(inputs, dict) or isinstance(output_dtypes, dict)):
+            return impl, inputs, output_dtypes
+        in_names, inputs, out_names, _ = resolve_call(inputs, (("output_dtypes", output_dtypes),),
+                                                      self.input_names, self.output_names, "metal_kernel")
+        return self._impl_for(in_names, out_names), inputs, ordered(output_dtypes, out_names)
+
+    def source(self, *, inputs, output_dtypes, template=None, with_utils=False) -> str:
+        """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
+        (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
+        Works on any OS."""
+        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+        return impl.source(inputs, output_dtypes, template, _bool_arg(with_utils, "with_utils"))
+
+    def kernel_name(self, *, inputs, output_dtypes, template=None) -> str:
+        """The generated [[kernel]] function's name (its host_name) for these arguments."""
+        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+        return impl.kernel_name(inputs, output_dtypes, template)
+
+    def buffers(self, *, inputs, output_dtypes, template=None) -> list:
+        """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
+        what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
+        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+        return impl.buffers(inputs, output_dtypes, template)
+
+
+def metal_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
+                 atomic_outputs=False, compile_options=None) -> MetalKernelFunction:
+    """A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).
+
+    The signature is generated from what each call passes, as MLX generates it: ``const device T* name`` per
+    array input (``constant`` below 8 elements, ``const constant T& name`` for 0-d inputs and Python scalars),
+    ``device T* name`` per output (``device atomic<T>*`` with ``atomic_outputs``), ``name_shape`` /
+    ``name_strides`` / ``name_ndim`` and Metal attributes (``thread_position_in_grid``, ...) when the body uses
+    them, and template arguments as a ``template <...>`` instantiated for the call. ``header`` goes before the
+    kernel. ``compile_options={"math_mode": "safe" | "relaxed" | "fast"}`` (default "safe"). Call the result with
+    keyword arguments::
+
+        outs = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                      grid=(a.size, 1, 1), threadgroup=(256, 1, 1), template=[("T", jk.float32)])
+
+    ``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name (seed 000's form, where
+    ``metal_kernel(name, source)`` also works positionally). Calling needs macOS on Apple silicon; making the
+    kernel and ``kernel.source(...)`` work everywhere.
+    """
+    if isinstance(input_names, str) and output_names is None and source is None:
+        input_names, source = None, input_names  # seed 000: metal_kernel(name, source)
+    _str_arg(name, "name")
+    input_names = _names_arg(input_names, "input_names")
+    output_names = _names_arg(output_names, "output_names")
+    if source is None:
+        raise ArgumentTypeError("source", "required: the body of the kernel (a string)")
+    _str_arg(source, "source")
+    _str_arg(header, "header")
+    _bool_arg(ensure_row_contiguous, "ensure_row_contiguous")
+    _bool_arg(atomic_outputs, "atomic_outputs")
+    if input_names is None or output_names is None:  # else the C++ kernel made right away checks every name
+        _core.validate_metal_kernel_name(name)
+    return MetalKernelFunction(name, input_names, output_names, source, header, ensure_row_contiguous,
+                               atomic_outputs, _math_mode(compile_options))
+
+
+class MetalKernel:
+    """Seed 002's form: everything but the inputs and template values given up front, inputs as keywords::
+
+        kernel = jk.MetalKernel(name="myexp", source=source, grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+                                output_shapes={"out": a.shape}, output_dtypes={"out": a.dtype})
+        kernel.template(T=jk.float32)
+        outputs = kernel(inp=a)          # {"out": ...}
+
+    ``verbose=True`` prints the generated source at each call.
+    """
+
+    __slots__ = ("_kernel", "_output_shapes", "_output_dtypes", "_grid", "_threadgroup", "_template",
+                 "_init_value", "_verbose")
+
+    def __init__(self, name, source, grid, threadgroup, output_shapes, output_dtypes, ensure_row_contiguous=True,
+                 atomic_outputs=False, header="", init_value=None, verbose=False, compile_options=None):
+        for value, argument in ((output_shapes, "output_shapes"), (output_dtypes, "output_dtypes")):
+            if not isinstance(value, dict):
+                raise ArgumentTypeError(argument, f"expected a dict {{output name: value}}, got "
+                                                  f"{type(value).__name__}")
+        self._kernel = metal_kernel(name, None, tuple(output_shapes), source, header, ensure_row_contiguous,
+                                    atomic_outputs, compile_options)
+        self._output_shapes = dict(output_shapes)
+        self._output_dtypes = dict(output_dtypes)
+        self._grid = grid
+        self._threadgroup = threadgroup
+        self._template = None
+        self._init_value = init_value
+        self._verbose = _bool_arg(verbose, "verbose")
+
+    def __repr__(self) -> str:
+        return f"jitkernel.MetalKernel(name={self._kernel.name!r})"
+
+    def template(self, **template) -> "MetalKernel":
+        """Sets the template arguments of the next calls (ints, bools, dtypes), e.g. ``.template(T=jk.float32)``."""
+        self._template = template
+        return self
+
+    def __call__(self, **inputs) -> dict:
+        """Runs the kernel on the inputs given by name; returns {output name: array}."""
+        return self._kernel(inputs=inputs, output_shapes=self._output_shapes, output_dtypes=self._output_dtypes,
+                            grid=self._grid, threadgroup=self._threadgroup, template=self._template,
+                            init_value=self._init_value, verbose=self._verbose)
+
+    def source(self, *, with_utils=False, **inputs) -> str:
+        """The Metal source a call with these inputs generates (see ``MetalKernelFunction.source``)."""
+        return self._kernel.source(inputs=inputs, output_dtypes=self._output_dtypes, template=self._template,
+                                   with_utils=with_utils)
