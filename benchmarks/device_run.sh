@@ -178,7 +178,7 @@ $(grep -c ' ERROR' "$OUT/pytest.log") errors, $(grep -c ' SKIPPED' "$OUT/pytest.
   fi
   for table in bench_launch bench_first_call; do
     if [ -f "$BENCH_DIR/$table.md" ]; then
-      sed -e 's/^# /## /' -e 's/^## n = /### n = /' -e 's/^## First call/### First call/' "$BENCH_DIR/$table.md"
+      sed -e 's/^## /### /' -e 's/^# /## /' -e 's/^## n = /### n = /' -e 's/^## First call/### First call/' "$BENCH_DIR/$table.md"
       echo
     fi
   done

@@ -932,8 +932,11 @@ nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCa
       dlpack::ManagedTensorVersioned* managed = export_managed(r);
       void* tensor = nullptr;
       // The callee owns `managed` from here, whatever it returns.
-      if (call.exchange->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor)
+      if (call.exchange->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_RuntimeError, "torch's DLPack exchange API could not wrap an output");
         throw nb::python_error();
+      }
       out.append(nb::steal(static_cast<PyObject*>(tensor)));
     }
     return out;
