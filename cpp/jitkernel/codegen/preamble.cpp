@@ -87,10 +87,11 @@ constexpr const char* kFp16Header = "cuda_fp16.h";
 constexpr const char* kBf16Header = "cuda_bf16.h";
 constexpr const char* kComplexHeader = "cuComplex.h";
 constexpr const char* kCooperativeGroupsHeader = "cooperative_groups.h";
+// CCCL headers present in every CUDA 13 toolkit and nvidia-cuda-cccl wheel
+// (<cuda/std/algorithm> is not: CCCL 3.0, shipped with CUDA 13.0, lacks it).
 constexpr const char* kCudaStdHeaders[] = {
     "cuda/std/limits", "cuda/std/type_traits", "cuda/std/utility",
     "cuda/std/array",  "cuda/std/tuple",       "cuda/std/cmath",
-    "cuda/std/algorithm",
 };
 
 bool is_preamble_header(const std::string& target) {
