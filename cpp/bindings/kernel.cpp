@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "call_form.hpp"
 #include "convert.hpp"
 #include "dtypes.hpp"
 #include "hooks.hpp"
@@ -137,21 +138,17 @@ void convert(const PyCudaKernel& self, cuda::KernelCall& call, ConvertedCall& co
 // form pays no Python-side checks.
 nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
-                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose_arg) {
-  if (PyDict_Check(inputs.ptr()) || PyDict_Check(output_shapes.ptr()) ||
-      PyDict_Check(output_dtypes.ptr()) || PyDict_Check(outputs.ptr()))
+                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose) {
+  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
     return nb::borrow(Py_NotImplemented);
-  if (!PyBool_Check(verbose_arg.ptr()))
-    throw ArgumentTypeError("verbose", "expected True or False, got " +
-                                           nb::cast<std::string>(nb::repr(verbose_arg)));
-  const bool verbose = verbose_arg.ptr() == Py_True;
+  const bool show_source = verbose_arg(verbose);
   cuda::CudaKernel& kernel = named_kernel(self);
   ScratchLease lease;
   cuda::KernelCall& kc = (*lease).kc;
   ConvertedCall& conv = (*lease).conv;
   convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
           init_value, stream, outputs);
-  if (verbose) {
+  if (show_source) {
     auto sig = cuda::describe_call(kc.args.inputs, kc.args.output_dtypes, kc.template_args);
     nb::print(nb::str(kernel.generate(sig).source.c_str()));
   }
@@ -257,7 +254,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (values[1 + i] == nullptr) values[1 + i] = i == kNumCallKeywords - 1 ? Py_False : Py_None;
   // Dicts, and kernels made without names, take the Python path.
   bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
-  for (int i : {0, 1, 2, 8}) general = general || PyDict_Check(values[1 + i]);
+  general = general || is_dict_form(values[1 + 0], values[1 + 1], values[1 + 2], values[1 + 8]);
   if (!general) {
     // The list form, straight into `_call`'s C++ (no second argument dispatch).
     PyObject** v = values + 1;

@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "call_form.hpp"
 #include "convert.hpp"
 #include "dtypes.hpp"
 #include "metal_call.hpp"
@@ -164,13 +165,10 @@ nb::object launch_metal(const MetalCall&) { raise_not_available(); }
 nb::object call(const PyMetalKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
                 nb::handle init_value, nb::handle stream, nb::handle outputs,
-                nb::handle verbose_arg) {
-  if (PyDict_Check(inputs.ptr()) || PyDict_Check(output_shapes.ptr()) ||
-      PyDict_Check(output_dtypes.ptr()) || PyDict_Check(outputs.ptr()))
+                nb::handle verbose) {
+  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
     return nb::borrow(Py_NotImplemented);
-  if (!PyBool_Check(verbose_arg.ptr()))
-    throw ArgumentTypeError("verbose", "expected True or False, got " +
-                                           nb::cast<std::string>(nb::repr(verbose_arg)));
+  const bool show_source = verbose_arg(verbose);
   if (stream.is_valid() && !stream.is_none())
     throw ArgumentError("stream", "Metal kernels run on jitkernel's own Metal command queue; "
                                   "expected None, got " + py_type(stream));
@@ -184,7 +182,7 @@ nb::object call(const PyMetalKernel& self, nb::handle inputs, nb::handle output_
   c.init_value = init_value_arg(init_value);
   MetalCallDescription desc{c.input_descriptions, c.output_dtypes, template_args(tmpl)};
   c.kernel = codegen::generate_metal_kernel(self.spec, desc);
-  if (verbose_arg.ptr() == Py_True) print_source(self.spec, c.kernel);
+  if (show_source) print_source(self.spec, c.kernel);
   return launch_metal(c);
 }
 
@@ -215,21 +213,21 @@ void bind(nb::module_& m) {
       .def_prop_ro("output_names", [](const PyMetalKernel& k) { return k.spec.output_names; })
       .def_prop_ro("math_mode",
                    [](const PyMetalKernel& k) { return codegen::metal_math_mode_name(k.spec.math_mode); })
-      .def("call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
+      .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
-      .def("source",
+      .def("_source",
            [](const PyMetalKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl, bool with_utils) {
              GeneratedMetalKernel k = generate(self, inputs, output_dtypes, tmpl);
              return with_utils ? k.source : k.source_without_utils;
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(), "with_utils"_a)
-      .def("kernel_name",
+      .def("_kernel_name",
            [](const PyMetalKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl) { return generate(self, inputs, output_dtypes, tmpl).kernel_name; },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
-      .def("buffers",
+      .def("_buffers",
            [](const PyMetalKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl) {
              nb::list out;

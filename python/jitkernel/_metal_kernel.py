@@ -14,19 +14,12 @@ output_dtypes=)`` with ``.template(T=...)``, called with the inputs as keyword a
 from __future__ import annotations
 
 from . import _core
-from ._cuda_kernel import _names_arg, _str_arg
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import ordered, resolve_call
+from ._kernel_front import KernelFront, bool_arg, factory_args
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
 _MATH_MODES = ("safe", "relaxed", "fast")
-
-
-def _bool_arg(value, argument: str) -> bool:
-    if not isinstance(value, bool):
-        raise ArgumentTypeError(argument, f"expected True or False, got {value!r}")
-    return value
 
 
 def _math_mode(compile_options) -> str:
@@ -46,7 +39,7 @@ def _math_mode(compile_options) -> str:
     return mode
 
 
-class MetalKernelFunction:
+class MetalKernelFunction(KernelFront):
     """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
@@ -59,74 +52,49 @@ class MetalKernelFunction:
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
                  "atomic_outputs", "math_mode", "_impl", "_impls")
 
+    _factory = "metal_kernel"
+
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs,
                  math_mode):
-        self.name = name
-        self.input_names = input_names
-        self.output_names = output_names
-        self.source_text = source
-        self.header = header
-        self.ensure_row_contiguous = ensure_row_contiguous
+        self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
         self.atomic_outputs = atomic_outputs
         self.math_mode = math_mode
-        self._impls: dict = {}
         # With both name lists known the C++ kernel is made (and the names checked) right away.
-        self._impl = self._impl_for(input_names, output_names) if input_names is not None and \
+        self._impl = self._new_engine(input_names, output_names) if input_names is not None and \
             output_names is not None else None
 
-    def __repr__(self) -> str:
-        return (f"jitkernel.MetalKernelFunction(name={self.name!r}, input_names={self.input_names!r}, "
-                f"output_names={self.output_names!r})")
-
-    def _impl_for(self, input_names: tuple, output_names: tuple):
-        impl = self._impls.get((input_names, output_names))
-        if impl is None:
-            impl = _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text,
-                                     self.header, self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
-            self._impls[(input_names, output_names)] = impl
-        return impl
+    def _new_engine(self, input_names: tuple, output_names: tuple):
+        return _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text, self.header,
+                                 self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
 
     def __call__(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
                  init_value=None, verbose=False, stream=None, outputs=None):
         impl = self._impl
         if impl is not None:  # names known: the C++ call checks everything, and declines dicts
-            results = impl.call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                stream, outputs, verbose)
+            results = impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                 stream, outputs, verbose)
             if results is not NotImplemented:
                 return results
-        in_names, inputs, out_names, dict_form = resolve_call(
-            inputs, (("output_shapes", output_shapes), ("output_dtypes", output_dtypes), ("outputs", outputs)),
-            self.input_names, self.output_names, "metal_kernel")
-        results = self._impl_for(in_names, out_names).call(
-            inputs, ordered(output_shapes, out_names), ordered(output_dtypes, out_names), grid, threadgroup,
-            template, init_value, stream, ordered(outputs, out_names), verbose)
-        return dict(zip(out_names, results)) if dict_form else results
-
-    def _signature_args(self, inputs, output_dtypes):
-        impl = self._impl
-        if impl is not None and not (isinstance(inputs, dict) or isinstance(output_dtypes, dict)):
-            return impl, inputs, output_dtypes
-        in_names, inputs, out_names, _ = resolve_call(inputs, (("output_dtypes", output_dtypes),),
-                                                      self.input_names, self.output_names, "metal_kernel")
-        return self._impl_for(in_names, out_names), inputs, ordered(output_dtypes, out_names)
+        return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                  stream, outputs, verbose)
 
     def source(self, *, inputs, output_dtypes, template=None, with_utils=False) -> str:
         """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
         (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
         Works on any OS."""
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.source(inputs, output_dtypes, template, _bool_arg(with_utils, "with_utils"))
+        return impl._source(inputs, output_dtypes, template, bool_arg(with_utils, "with_utils"))
 
     def kernel_name(self, *, inputs, output_dtypes, template=None) -> str:
         """The generated [[kernel]] function's name (its host_name) for these arguments."""
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.kernel_name(inputs, output_dtypes, template)
+        return impl._kernel_name(inputs, output_dtypes, template)
 
     def buffers(self, *, inputs, output_dtypes, template=None) -> list:
         """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
         what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl.buffers(inputs, output_dtypes, template)
+        return impl._buffers(inputs, output_dtypes, template)
 
 
 def metal_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
@@ -150,15 +118,9 @@ def metal_kernel(name, input_names=None, output_names=None, source=None, header=
     """
     if isinstance(input_names, str) and output_names is None and source is None:
         input_names, source = None, input_names  # seed 000: metal_kernel(name, source)
-    _str_arg(name, "name")
-    input_names = _names_arg(input_names, "input_names")
-    output_names = _names_arg(output_names, "output_names")
-    if source is None:
-        raise ArgumentTypeError("source", "required: the body of the kernel (a string)")
-    _str_arg(source, "source")
-    _str_arg(header, "header")
-    _bool_arg(ensure_row_contiguous, "ensure_row_contiguous")
-    _bool_arg(atomic_outputs, "atomic_outputs")
+    input_names, output_names = factory_args(name, input_names, output_names, source, header,
+                                             ensure_row_contiguous)
+    bool_arg(atomic_outputs, "atomic_outputs")
     if input_names is None or output_names is None:  # else the C++ kernel made right away checks every name
         _core.validate_metal_kernel_name(name)
     return MetalKernelFunction(name, input_names, output_names, source, header, ensure_row_contiguous,
@@ -193,7 +155,7 @@ class MetalKernel:
         self._threadgroup = threadgroup
         self._template = None
         self._init_value = init_value
-        self._verbose = _bool_arg(verbose, "verbose")
+        self._verbose = bool_arg(verbose, "verbose")
 
     def __repr__(self) -> str:
         return f"jitkernel.MetalKernel(name={self._kernel.name!r})"
