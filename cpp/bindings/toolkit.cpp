@@ -1,9 +1,14 @@
 // Toolkit and device functions: handing the NVRTC/header locations that
-// python/jitkernel/_toolkit.py found to the core, NVRTC and driver versions,
-// and cuda_available / device_count / synchronize / device_info.
+// python/jitkernel/_toolkit.py found to the core (and keeping them in a
+// toolkit record for later processes), NVRTC and driver versions, and
+// cuda_available / device_count / synchronize / device_info.
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -15,6 +20,7 @@
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit_record.hpp"
 
 namespace jk::py {
 namespace {
@@ -26,6 +32,37 @@ nb::dict toolkit_paths_dict() {
   d["nvrtc_preload"] = p.nvrtc_preload;
   d["include_dirs"] = p.include_dirs;
   return d;
+}
+
+cuda::ToolkitPaths make_paths(std::string nvrtc_library, std::vector<std::string> nvrtc_preload,
+                              std::vector<std::string> include_dirs) {
+  cuda::ToolkitPaths p;
+  p.nvrtc_library = std::move(nvrtc_library);
+  p.nvrtc_preload = std::move(nvrtc_preload);
+  p.include_dirs = std::move(include_dirs);
+  return p;
+}
+
+// A toolkit record's inputs: the searcher's text, then each environment
+// variable of `variables` with its value (read here: os.environ is slow to
+// ask for many names, and putenv keeps the two the same).
+std::string record_inputs(const std::string& text, const std::vector<std::string>& variables) {
+  std::string inputs = text;
+  for (const std::string& name : variables) {
+    const char* value = std::getenv(name.c_str());
+    inputs += "\n" + name + (value == nullptr ? std::string(" unset") : "=" + std::string(value));
+  }
+  return inputs;
+}
+
+// (nvrtc_library, nvrtc_preload, include_dirs, notes) of the valid record for
+// the inputs, which is now the core's configuration; None without one.
+nb::object configure_from_record(const std::string& text, const std::vector<std::string>& variables) {
+  std::optional<cuda::ToolkitRecord> r =
+      cuda::configure_from_toolkit_record(record_inputs(text, variables));
+  if (!r) return nb::none();
+  return nb::make_tuple(r->paths.nvrtc_library, r->paths.nvrtc_preload, r->paths.include_dirs,
+                        r->notes);
 }
 
 // A device ordinal argument (an int, not a bool) within range.
@@ -79,14 +116,32 @@ void bind(nb::module_& m) {
       "configure_toolkit",
       [](std::string nvrtc_library, std::vector<std::string> nvrtc_preload,
          std::vector<std::string> include_dirs) {
-        cuda::ToolkitPaths p;
-        p.nvrtc_library = std::move(nvrtc_library);
-        p.nvrtc_preload = std::move(nvrtc_preload);
-        p.include_dirs = std::move(include_dirs);
-        cuda::configure_toolkit(p);
+        cuda::configure_toolkit(
+            make_paths(std::move(nvrtc_library), std::move(nvrtc_preload), std::move(include_dirs)));
       },
       "nvrtc_library"_a, "nvrtc_preload"_a, "include_dirs"_a,
       "Sets where the core loads NVRTC from and the -I folders it compiles with.");
+  m.def("_toolkit_watch", &cuda::watch, "paths"_a,
+        "(path, stat identity) of each path, taken now (internal: places a search looks at).");
+  m.def(
+      "_toolkit_record_store",
+      [](const std::string& text, const std::vector<std::string>& variables,
+         std::string nvrtc_library, std::vector<std::string> nvrtc_preload,
+         std::vector<std::string> include_dirs, const std::vector<std::string>& notes,
+         const cuda::Watched& places) {
+        return cuda::store_toolkit_record(
+            record_inputs(text, variables),
+            make_paths(std::move(nvrtc_library), std::move(nvrtc_preload), std::move(include_dirs)),
+            notes, places);
+      },
+      "text"_a, "variables"_a, "nvrtc_library"_a, "nvrtc_preload"_a, "include_dirs"_a, "notes"_a,
+      "places"_a,
+      "Keeps a search result for later processes under the inputs (text, then the values of the "
+      "environment variables named); False when it cannot be recorded (internal).");
+  m.def("_toolkit_record_configure", &configure_from_record, "text"_a, "variables"_a,
+        "Configures the core from the valid toolkit record for the inputs (text, then the values "
+        "of the environment variables named): (nvrtc_library, nvrtc_preload, include_dirs, "
+        "notes), or None (internal).");
   m.def("toolkit_paths", &toolkit_paths_dict, "The paths the core currently uses.");
   m.def(
       "nvrtc_version",

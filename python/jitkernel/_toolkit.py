@@ -13,12 +13,26 @@ nvidia-cuda-cccl wheel's include/cccl or a toolkit's include/cccl), from the too
 from one, else cuda-pathfinder, else the CUDA roots above.
 
 Nothing here runs at import: the extension calls ``configure()`` right before it may first compile.
+
+The search costs tens of milliseconds (importing cuda-pathfinder, which also loads NVRTC), more than a compile-cache hit
+should take, so ``configure()`` keeps its result as a toolkit record in the compile cache folder
+(cpp/jitkernel/cuda/toolkit_record.hpp: checksummed, written atomically, in the private folder; none with
+``JITKERNEL_CACHE=0``). A record's key is everything that chooses where the search looks (the variables above,
+CONDA_PREFIX, LD_LIBRARY_PATH, PYTHONPATH, the interpreter and its prefixes, what places the user's site-packages
+folder); it holds the stat identities (device, inode, size, mtime, ctime) of the files found and of the places looked at (the site-packages
+folders and their nvidia/ subfolders, conda-meta, the CUDA roots, the loader cache, the LD_LIBRARY_PATH folders), and
+it is used only while all of them are unchanged: installing, removing or replacing any of them makes the next process
+search again (and rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
+has to be compiled. The record only picks the files: compile keys still identify NVRTC by its ELF build-id (read when
+the record was written, from a file unchanged since) and the headers by their fingerprints (cache/compile_key.hpp).
+``toolkit_info()`` always searches.
 """
 from __future__ import annotations
 
 import glob
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from . import _core
@@ -36,6 +50,7 @@ class Toolkit:
     include_found_via: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # why earlier places did not match / what is missing
     nvrtc_missing: bool = False
+    from_record: bool = False  # read from the persisted record (not searched in this process)
 
 
 _found: Toolkit | None = None
@@ -77,6 +92,11 @@ def _headers_in_root(root: str) -> tuple[str | None, str | None]:
     return cudart, cccl
 
 
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def _pathfinder():
     if os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None, "cuda-pathfinder: skipped (JITKERNEL_NO_PATHFINDER is set)"
@@ -95,7 +115,7 @@ def _pathfinder_header(pathfinder, libname: str) -> tuple[str | None, str]:
             return (found.abs_path, f"cuda-pathfinder ({found.found_via})") if found else (None, "")
         return pathfinder.find_nvidia_header_directory(libname), "cuda-pathfinder"
     except Exception as e:  # unknown libname in old versions, odd installs: report, keep searching
-        return None, f"cuda-pathfinder {libname} headers: {e}"
+        return None, f"cuda-pathfinder {libname} headers: {_first_line(e)}"
 
 
 def search() -> Toolkit:
@@ -116,7 +136,7 @@ def search() -> Toolkit:
             tk.nvrtc_library = loaded.abs_path or "libnvrtc.so.13"
             tk.nvrtc_found_via = f"cuda-pathfinder ({loaded.found_via})"
         except Exception as e:
-            tk.notes.append(f"cuda-pathfinder: {type(e).__name__}: {str(e).strip().splitlines()[0]}")
+            tk.notes.append(f"cuda-pathfinder: {type(e).__name__}: {_first_line(e)}")
     elif skipped and not tk.nvrtc_library:
         tk.notes.append(skipped)
     if not tk.nvrtc_library:
@@ -173,10 +193,98 @@ def search() -> Toolkit:
     return tk
 
 
-def configure() -> Toolkit:
-    """Searches and hands the result to the core (the extension calls this before its first compile)."""
-    global _found
+# --- the persisted search result (cpp/jitkernel/cuda/toolkit_record.hpp) ---------------------------------------------
+
+_RECORD_VERSION = "toolkit search 1"  # bump when search() changes what it finds or how it reports it
+# Environment variables that choose where search() and cuda-pathfinder look (and which cuda-pathfinder is imported).
+# PYTHONUSERBASE and HOME place the user's site-packages folder.
+_INPUT_VARIABLES = ("JITKERNEL_NVRTC_PATH", "JITKERNEL_NO_PATHFINDER", "JITKERNEL_INCLUDE_PATH", "CUDA_HOME",
+                    "CUDA_PATH", "CONDA_PREFIX", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONNOUSERSITE",
+                    "PYTHONUSERBASE", "HOME")
+_LOADER_CACHE = "/etc/ld.so.cache"  # where the system loader finds libraries (rewritten by ldconfig)
+
+
+def _site_folders() -> list[str]:
+    """The site-packages folders cuda-pathfinder searches for NVIDIA wheels (the user's one included)."""
+    import site
+
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return folders
+
+
+def _search_inputs() -> str:
+    """What chooses where search() looks, besides the _INPUT_VARIABLES (the core adds their values): the record's
+    key. The interpreter and its prefixes (with the variables) determine the site-packages folders, which are not
+    computed here (that is slower)."""
+    site = sys.modules.get("site")
+    return "\n".join((_RECORD_VERSION, sys.version, sys.executable, sys.prefix, sys.exec_prefix, sys.base_prefix,
+                      sys.platlibdir, f"user site {getattr(site, 'ENABLE_USER_SITE', None)}"))
+
+
+def _places() -> list[str]:
+    """What search() looks at besides the files it finds: a change in any of them can change its result."""
+    places = []
+    for folder in _site_folders():  # installing or removing a wheel adds or removes a .dist-info folder there
+        places += [folder, os.path.join(folder, "nvidia")]
+    conda = os.environ.get("CONDA_PREFIX")
+    if conda:
+        places.append(os.path.join(conda, "conda-meta"))  # changes with every conda install and removal
+    for _, root in _cuda_roots():
+        places += [root, *(os.path.join(root, sub) for sub in ("lib64", "lib", "include", "targets"))]
+    places.append(_LOADER_CACHE)
+    places += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    return list(dict.fromkeys(places))
+
+
+def _record_notes(tk: Toolkit) -> list[str]:
+    """How each piece was found and the search's notes, as the record's note lines ("<kind>\t<text>"; the record
+    refuses a line break)."""
+    return ([f"nvrtc_found_via\t{tk.nvrtc_found_via}"]
+            + [f"include_found_via\t{via}" for via in tk.include_found_via]
+            + [f"note\t{note}" for note in tk.notes])
+
+
+def _from_record(library: str, preload: list, include_dirs: list, notes: list) -> Toolkit:
+    tk = Toolkit(nvrtc_library=library, nvrtc_preload=list(preload), include_dirs=list(include_dirs),
+                 from_record=True)
+    for line in notes:
+        kind, _, text = line.partition("\t")
+        if kind == "nvrtc_found_via":
+            tk.nvrtc_found_via = text
+        elif kind == "include_found_via":
+            tk.include_found_via.append(text)
+        else:
+            tk.notes.append(text)
+    return tk
+
+
+def _search_and_record(inputs: str) -> Toolkit:
+    # The places are stat'ed before the search: a change during it makes the record stale, never wrong.
+    places = _core._toolkit_watch(_places())
     tk = search()
+    # Failures are searched again next time (with their notes); a library some other package loaded is not ours.
+    if not tk.nvrtc_missing and "already-loaded" not in tk.nvrtc_found_via:
+        _core._toolkit_record_store(inputs, _INPUT_VARIABLES, tk.nvrtc_library, tk.nvrtc_preload, tk.include_dirs,
+                                    _record_notes(tk), places)
+    return tk
+
+
+def configure(rediscover: bool = False) -> Toolkit:
+    """Hands NVRTC's and the headers' locations to the core (the extension calls this before its first compile):
+    those this process found already, else the persisted record when it is still valid, else a search (recorded).
+    ``rediscover=True`` searches in any case (toolkit_info, error messages)."""
+    global _found
+    if _found is not None and not (rediscover and _found.from_record):
+        _core.configure_toolkit(_found.nvrtc_library, _found.nvrtc_preload, _found.include_dirs)
+        return _found
+    inputs = _search_inputs()
+    recorded = None if rediscover else _core._toolkit_record_configure(inputs, _INPUT_VARIABLES)  # configures too
+    if recorded is not None:
+        _found = _from_record(*recorded)
+        return _found
+    tk = _search_and_record(inputs)
     _core.configure_toolkit(tk.nvrtc_library, tk.nvrtc_preload, tk.include_dirs)
     _found = tk
     return tk
@@ -184,7 +292,7 @@ def configure() -> Toolkit:
 
 def search_notes(with_hint: bool = True) -> str:
     """Where the NVRTC search looked and what it found wrong (appended to CudaNotAvailableError messages)."""
-    tk = _found if _found is not None else search()
+    tk = _found if _found is not None and not _found.from_record else search()
     lines = [f"NVRTC: tried {tk.nvrtc_library} (from {tk.nvrtc_found_via})"]
     lines += [f"  {note}" for note in tk.notes]
     if with_hint:
@@ -199,13 +307,13 @@ def toolkit_info() -> dict:
     """
     from ._errors import JitKernelError
 
+    tk = configure(rediscover=True)  # a real search, not the record (and the record refreshed)
     info: dict = {}
     try:
-        major, minor = _core.nvrtc_version()  # configures and loads NVRTC if needed
+        major, minor = _core.nvrtc_version()  # loads NVRTC if needed
         info["nvrtc_version"], info["nvrtc_error"] = f"{major}.{minor}", None
     except JitKernelError as e:
         info["nvrtc_version"], info["nvrtc_error"] = None, str(e).splitlines()[0]
-    tk = _found if _found is not None else configure()
     info["nvrtc_library"] = tk.nvrtc_library
     info["nvrtc_found_via"] = tk.nvrtc_found_via
     info["nvrtc_preload"] = list(tk.nvrtc_preload)

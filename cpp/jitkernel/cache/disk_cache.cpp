@@ -1,6 +1,7 @@
 // The persistent compile cache (disk_cache.hpp): configuration from the
 // environment (resolved once per process), entry reads and atomic writes,
-// least-recently-used eviction, info and clear.
+// least-recently-used eviction, info and clear; records (small payloads that
+// are not code) share the entry format and code in a folder of their own.
 //
 // Concurrency without locks between processes: a writer renames a complete,
 // fsync'ed temp file over the entry, so a reader opens either the old or the
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -37,10 +39,14 @@ namespace {
 
 constexpr const char* kEntrySuffix = ".jkc";
 constexpr const char* kTempSuffix = ".tmp";
-// Subfolders holding jitkernel's files: entries, and NVRTC precompiled
-// headers (written by the compiler). clear() empties both.
+// Subfolders holding jitkernel's files: entries, records (load_record /
+// store_record) and NVRTC precompiled headers (written by the compiler).
+// clear() empties them all.
 constexpr const char* kEntryFolder = "kernels";
-constexpr const char* kOwnedFolders[] = {"kernels", "pch"};
+constexpr const char* kRecordFolder = "records";
+constexpr const char* kOwnedFolders[] = {"kernels", "records", "pch"};
+// Records are a few hundred bytes each: a count cap bounds the folder.
+constexpr std::size_t kMaxRecords = 64;
 // Temp files older than this are left over from a crashed writer.
 constexpr std::int64_t kStaleTempSeconds = 3600;
 
@@ -212,23 +218,33 @@ std::vector<EntryFile> scan(const std::string& folder, bool all_temps) {
   return out;
 }
 
-// Unlinks least recently used entries (never `keep`) until the folder holds
-// at most max_bytes.
-void evict(const Config& c, const std::string& keep) {
-  std::vector<EntryFile> files = scan(c.entries, false);
+// What a folder may hold after a store.
+struct Budget {
+  std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max();
+  std::size_t max_files = std::numeric_limits<std::size_t>::max();
+};
+
+// Unlinks the least recently used files of `folder` (never `keep`) until it
+// is within `budget`; returns how many it unlinked.
+std::uint64_t evict(const std::string& folder, const Budget& budget, const std::string& keep) {
+  std::vector<EntryFile> files = scan(folder, false);
   std::uint64_t total = 0;
   for (const EntryFile& f : files) total += f.size;
-  if (total <= c.max_bytes) return;
+  std::size_t count = files.size();
+  auto within = [&] { return total <= budget.max_bytes && count <= budget.max_files; };
+  if (within()) return 0;
   std::sort(files.begin(), files.end(), [](const EntryFile& a, const EntryFile& b) {
     return a.mtime != b.mtime ? a.mtime < b.mtime : a.name < b.name;
   });
+  std::uint64_t removed = 0;
   for (const EntryFile& f : files) {
-    if (total <= c.max_bytes) break;
+    if (within()) break;
     if (f.name == keep) continue;
-    const std::string path = c.entries + "/" + f.name;
-    if (::unlink(path.c_str()) == 0) state().counters.evictions++;
+    if (::unlink((folder + "/" + f.name).c_str()) == 0) removed++;
     total -= f.size;  // gone either way (another process may have removed it)
+    count--;
   }
+  return removed;
 }
 
 // A temp-file name no other writer uses: key, pid and a per-process random
@@ -246,11 +262,20 @@ std::string temp_name(const Key& key) {
   return to_hex(key) + suffix + kTempSuffix;
 }
 
-// Writes the entry file to a temp file in the folder and renames it into
+// How much a write waits for the disk.
+enum class Durability {
+  Synced,  // fsync the file before the rename and the folder after it
+  Lazy,    // neither: after a crash the file may be torn or gone, which
+           // readers see as a bad or missing entry (for records, whose loss
+           // only costs a search)
+};
+
+// Writes the entry file to a temp file in `folder` and renames it into
 // place; false (errno set, `what` naming the step) on failure.
-bool write_entry(const Config& c, const Key& key, std::string_view payload, const char** what) {
-  const std::string temp = c.entries + "/" + temp_name(key);
-  const std::string final_path = c.entries + "/" + entry_name(key);
+bool write_entry(const std::string& folder, const Key& key, std::string_view payload,
+                 Durability durability, const char** what) {
+  const std::string temp = folder + "/" + temp_name(key);
+  const std::string final_path = folder + "/" + entry_name(key);
   EntryHeaderBytes header = encode_entry_header(key, payload);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) {
@@ -260,7 +285,7 @@ bool write_entry(const Config& c, const Key& key, std::string_view payload, cons
   bool ok = write_all(fd.get(), header.data(), header.size()) &&
             write_all(fd.get(), payload.data(), payload.size());
   if (!ok) *what = "writing";
-  if (ok && ::fsync(fd.get()) != 0) {
+  if (ok && durability == Durability::Synced && ::fsync(fd.get()) != 0) {
     ok = false;
     *what = "fsync";
   }
@@ -279,10 +304,37 @@ bool write_entry(const Config& c, const Key& key, std::string_view payload, cons
     errno = error;
     return false;
   }
-  // Make the rename durable; a failure here loses nothing that matters.
-  Fd folder(::open(c.entries.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (folder) ::fsync(folder.get());
+  if (durability == Durability::Synced) {
+    // Make the rename durable; a failure here loses nothing that matters.
+    Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) ::fsync(dir.get());
+  }
   return true;
+}
+
+enum class Read { Hit, Missing, Bad };
+
+// Reads the entry for `key` in `folder` into `payload` (checked against its
+// header and checksum); a hit marks it recently used (the owner may always
+// set times to now).
+Read read_entry(const std::string& folder, const Key& key, std::string& payload) {
+  const std::string path = folder + "/" + entry_name(key);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0) return Read::Missing;
+  EntryHeaderBytes header;
+  bool valid = S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(kEntryHeaderSize) &&
+               read_at(fd.get(), header.data(), header.size(), 0) &&
+               check_entry_header(header, key, static_cast<std::uint64_t>(st.st_size)) == nullptr;
+  if (valid) {
+    payload.resize(static_cast<std::size_t>(st.st_size) - kEntryHeaderSize);
+    valid = read_at(fd.get(), payload.data(), payload.size(), kEntryHeaderSize) &&
+            payload_matches(header, payload);
+  }
+  if (!valid) return Read::Bad;
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  ::futimens(fd.get(), times);
+  return Read::Hit;
 }
 
 }  // namespace
@@ -299,33 +351,19 @@ std::optional<std::string> load(const Key& key) {
   std::shared_ptr<Config> c = config();
   if (!c->readable) return std::nullopt;
   Counters& counters = state().counters;
-  const std::string path = c->entries + "/" + entry_name(key);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  struct stat st;
-  if (!fd || ::fstat(fd.get(), &st) != 0) {
-    counters.misses++;
-    return std::nullopt;
-  }
-  EntryHeaderBytes header;
   std::string payload;
-  bool valid = S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(kEntryHeaderSize) &&
-               read_at(fd.get(), header.data(), header.size(), 0) &&
-               check_entry_header(header, key, static_cast<std::uint64_t>(st.st_size)) == nullptr;
-  if (valid) {
-    payload.resize(static_cast<std::size_t>(st.st_size) - kEntryHeaderSize);
-    valid = read_at(fd.get(), payload.data(), payload.size(), kEntryHeaderSize) &&
-            payload_matches(header, payload);
+  switch (read_entry(c->entries, key, payload)) {
+    case Read::Hit:
+      counters.hits++;
+      return payload;
+    case Read::Bad:
+      counters.corrupt++;
+      break;
+    case Read::Missing:
+      break;
   }
-  if (!valid) {
-    counters.corrupt++;
-    counters.misses++;
-    return std::nullopt;
-  }
-  // Mark it recently used (the owner may always set times to now).
-  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
-  ::futimens(fd.get(), times);
-  counters.hits++;
-  return payload;
+  counters.misses++;
+  return std::nullopt;
 }
 
 void store(const Key& key, std::string_view payload) {
@@ -333,12 +371,39 @@ void store(const Key& key, std::string_view payload) {
   if (!c->readable || !c->writable) return;
   if (payload.size() + kEntryHeaderSize > c->max_bytes) return;  // could never stay
   const char* what = "";
-  if (!write_entry(*c, key, payload, &what)) {
+  if (!write_entry(c->entries, key, payload, Durability::Synced, &what)) {
     write_failed(*c, what, errno);
     return;
   }
   state().counters.stores++;
-  evict(*c, entry_name(key));
+  Budget budget;
+  budget.max_bytes = c->max_bytes;
+  state().counters.evictions += evict(c->entries, budget, entry_name(key));
+}
+
+std::optional<std::string> load_record(const Key& key) {
+  std::shared_ptr<Config> c = config();
+  if (!c->readable) return std::nullopt;
+  const std::string folder = c->directory + "/" + kRecordFolder;
+  // A record names a library to load: only a private folder's are used.
+  std::string payload;
+  if (!prepare_private_folder(folder, false).empty() ||
+      read_entry(folder, key, payload) != Read::Hit)
+    return std::nullopt;
+  return payload;
+}
+
+void store_record(const Key& key, std::string_view payload) {
+  std::shared_ptr<Config> c = config();
+  if (!c->readable || !c->writable) return;
+  const std::string folder = c->directory + "/" + kRecordFolder;
+  const char* what = "";
+  if (!prepare_private_folder(folder, true).empty() ||
+      !write_entry(folder, key, payload, Durability::Lazy, &what))
+    return;  // the caller finds no record next time and rediscovers
+  Budget budget;
+  budget.max_files = kMaxRecords;
+  evict(folder, budget, entry_name(key));
 }
 
 Info info() {

@@ -32,9 +32,9 @@ using Key = Digest;
 // The absolute cache folder when the disk cache is enabled and usable
 // (created 0700, owned by this user, not writable by group/others), else
 // nullopt (JITKERNEL_CACHE=0, or turned off after its one warning). Entries
-// live in its "kernels" subfolder; NVRTC precompiled headers belong in its
-// "pch" subfolder (clear() empties both; only "kernels" counts toward the
-// cap and info()).
+// live in its "kernels" subfolder, records (below) in "records"; NVRTC
+// precompiled headers belong in its "pch" subfolder (clear() empties all
+// three; only "kernels" counts toward the cap and info()).
 std::optional<std::string> active_directory();
 
 // The folder the configuration names, whether or not it is usable or enabled
@@ -50,6 +50,18 @@ std::optional<std::string> load(const Key& key);
 // used entries while the folder holds more than the cap. Failures turn the
 // disk cache off with a warning; nothing is thrown.
 void store(const Key& key, std::string_view payload);
+
+// Records: small payloads that are not compiled code (the toolkit
+// discovery python/jitkernel/_toolkit.py persists), stored in the entry
+// format (checksum, atomic replace) in the folder's "records" subfolder
+// (created 0700 and checked like the folder itself), but without fsync (a
+// record torn by a crash fails its checksum: it only costs redoing the work
+// it saved). They are not counted by info(), at most 64 are kept (least
+// recently used removed), and clear() removes them. Silent: a missing or bad
+// record is nullopt, a failed write is ignored (the caller just does its work
+// again next time).
+std::optional<std::string> load_record(const Key& key);
+void store_record(const Key& key, std::string_view payload);
 
 struct Info {
   std::string directory;        // configured_directory()
@@ -68,9 +80,10 @@ struct Info {
 };
 Info info();
 
-// Removes every entry (and stale temp file) from the folder; returns how many
-// entries were removed. Works on the configured folder even when it has been
-// turned off for writing, as long as it passes the ownership checks.
+// Removes every entry (and stale temp file), record and precompiled header
+// from the folder; returns how many entries were removed. Works on the
+// configured folder even when it has been turned off for writing, as long as
+// it passes the ownership checks.
 std::uint64_t clear();
 
 // Forgets the configuration, the causes already warned about and the

@@ -44,14 +44,21 @@ bool write_all(int fd, const void* data, std::size_t size) {
   return true;
 }
 
-std::int64_t mtime_ns(const struct stat& st) {
-#if defined(__APPLE__)
-  const auto& t = st.st_mtimespec;
-#else
-  const auto& t = st.st_mtim;
-#endif
+namespace {
+
+std::int64_t nanoseconds(const struct timespec& t) {
   return std::int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
+
+}  // namespace
+
+#if defined(__APPLE__)
+std::int64_t mtime_ns(const struct stat& st) { return nanoseconds(st.st_mtimespec); }
+std::int64_t ctime_ns(const struct stat& st) { return nanoseconds(st.st_ctimespec); }
+#else
+std::int64_t mtime_ns(const struct stat& st) { return nanoseconds(st.st_mtim); }
+std::int64_t ctime_ns(const struct stat& st) { return nanoseconds(st.st_ctim); }
+#endif
 
 std::string errno_text(int error) { return std::strerror(error); }
 

@@ -33,8 +33,9 @@ bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset);
 // Writes all `size` bytes at the current position; false (errno set) on error.
 bool write_all(int fd, const void* data, std::size_t size);
 
-// Modification time in nanoseconds since the epoch.
+// Modification time and status-change time in nanoseconds since the epoch.
 std::int64_t mtime_ns(const struct stat& st);
+std::int64_t ctime_ns(const struct stat& st);
 
 // "No such file or directory" for an errno value.
 std::string errno_text(int error);

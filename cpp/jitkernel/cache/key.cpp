@@ -115,4 +115,12 @@ std::string stat_fingerprint(const std::string& path) {
   return size_and_mtime(st);
 }
 
+std::string stat_identity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "missing";
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(mtime_ns(st)) + " " +
+         std::to_string(ctime_ns(st));
+}
+
 }  // namespace jk::cache

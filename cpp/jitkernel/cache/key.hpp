@@ -35,4 +35,11 @@ std::string file_identity(const std::string& path);
 // Size and modification time (ns) of `path`, or "missing": one stat.
 std::string stat_fingerprint(const std::string& path);
 
+// Device, inode, size, modification and status-change times (ns) of `path`
+// (links followed), or "missing": one stat. Replacing, writing, renaming
+// onto or re-linking the path changes it (the status-change time cannot be
+// set back), so a file or folder with the same value is the same one,
+// unchanged.
+std::string stat_identity(const std::string& path);
+
 }  // namespace jk::cache

@@ -114,11 +114,14 @@ __attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::uint32_t* 
   _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
+// Three cpuid instructions (each one traps to the hypervisor in a virtual
+// machine, ~10 us there: this runs on the first cache hit of a process).
 bool cpu_has_sha_ni() {
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  __cpuid(1, a, b, c, d);
   const bool ssse3 = (c >> 9) & 1, sse41 = (c >> 19) & 1;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  __cpuid_count(7, 0, a, b, c, d);
   return ssse3 && sse41 && ((b >> 29) & 1);
 }
 #endif

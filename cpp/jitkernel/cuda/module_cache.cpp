@@ -76,34 +76,56 @@ std::string through_disk(const cache::Digest& key, Compile&& compile) {
   return binary;
 }
 
+std::string identity_memo_key(const ToolkitPaths& paths) {
+  std::string key = paths.nvrtc_library;
+  for (const auto& pre : paths.nvrtc_preload) key += '\n' + pre;
+  return key;
+}
+
+std::mutex g_identity_mutex;
+std::unordered_map<std::string, std::string>& identity_memo() {
+  static auto* memo = new std::unordered_map<std::string, std::string>;
+  return *memo;
+}
+
+std::string with_preloads(std::string identity, const ToolkitPaths& paths) {
+  for (const auto& pre : paths.nvrtc_preload) identity += "; " + cache::file_identity(pre);
+  return identity;
+}
+
 }  // namespace
+
+std::string library_identity(const ToolkitPaths& paths) {
+  if (paths.nvrtc_library.find('/') == std::string::npos) return "";
+  std::string identity = cache::file_identity(paths.nvrtc_library);
+  return identity == "missing" ? "" : with_preloads(std::move(identity), paths);
+}
+
+void remember_compiler_identity(const ToolkitPaths& paths, std::string identity) {
+  std::lock_guard<std::mutex> lock(g_identity_mutex);
+  identity_memo().insert_or_assign(identity_memo_key(paths), std::move(identity));
+}
 
 std::string compiler_identity() {
   ToolkitPaths paths = toolkit_paths();
-  std::string memo_key = paths.nvrtc_library;
-  for (const auto& pre : paths.nvrtc_preload) memo_key += '\n' + pre;
-  static std::mutex mutex;
-  static auto* memo = new std::unordered_map<std::string, std::string>;
+  const std::string memo_key = identity_memo_key(paths);
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = memo->find(memo_key);
-    if (it != memo->end()) return it->second;
+    std::lock_guard<std::mutex> lock(g_identity_mutex);
+    auto it = identity_memo().find(memo_key);
+    if (it != identity_memo().end()) return it->second;
   }
   // By path without loading NVRTC; a soname (or a missing file) is
   // resolved by loading it and asking the loader which file it mapped.
-  std::string identity;
-  if (paths.nvrtc_library.find('/') != std::string::npos)
-    identity = cache::file_identity(paths.nvrtc_library);
-  if (identity.empty() || identity == "missing") {
+  std::string identity = library_identity(paths);
+  if (identity.empty()) {
     const NvrtcApi& api = nvrtc();  // CudaNotAvailable when it cannot be loaded
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(api.nvrtcVersion), &info) == 0 || info.dli_fname == nullptr)
       throw CudaNotAvailable("cannot tell which file NVRTC was loaded from (dladdr failed)");
-    identity = cache::file_identity(info.dli_fname);
+    identity = with_preloads(cache::file_identity(info.dli_fname), paths);
   }
-  for (const auto& pre : paths.nvrtc_preload) identity += "; " + cache::file_identity(pre);
-  std::lock_guard<std::mutex> lock(mutex);
-  return memo->emplace(std::move(memo_key), std::move(identity)).first->second;
+  std::lock_guard<std::mutex> lock(g_identity_mutex);
+  return identity_memo().emplace(memo_key, std::move(identity)).first->second;
 }
 
 cache::Digest compile_key(const std::string& source, const std::string& program_name,

@@ -17,6 +17,7 @@
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/toolkit.hpp"
 
 namespace jk::cuda {
 
@@ -46,6 +47,16 @@ cache::Digest compile_key(const std::string& source, const std::string& program_
 // ELF build-id of the configured file (or, for a soname, of the file the
 // loader mapped) and of its preloads; memoized per configuration.
 std::string compiler_identity();
+
+// compiler_identity() of `paths` read from the files they name, without
+// loading anything (a few small reads of ELF headers); "" when the library
+// is named by a soname or its file cannot be read.
+std::string library_identity(const ToolkitPaths& paths);
+
+// Makes compiler_identity() answer `identity` for `paths` without reading
+// the files: for a toolkit record (toolkit_record.hpp) that computed it with
+// library_identity() and has checked since that the files are unchanged.
+void remember_compiler_identity(const ToolkitPaths& paths, std::string identity);
 
 // Loads `image` (cubin, fatbin, or PTX text with or without a trailing NUL)
 // on `device`, once per (hash of the bytes, size, device). Throws CudaError

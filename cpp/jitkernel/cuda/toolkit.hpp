@@ -1,7 +1,9 @@
 // Where the CUDA pieces that are not the driver live: the NVRTC library (and
 // libraries to preload before it) and the include folders for cuda_fp16.h,
 // cuda_bf16.h, cooperative_groups, CCCL. Python finds them with
-// cuda-pathfinder and hands them over here; C++ users set them directly.
+// cuda-pathfinder (or takes them from a toolkit record of an earlier search,
+// toolkit_record.hpp) and hands them over here; C++ users set them directly.
+// Configuring loads nothing: NVRTC is loaded on the first compile.
 #pragma once
 
 #include <string>

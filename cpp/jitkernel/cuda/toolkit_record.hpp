@@ -1,0 +1,57 @@
+// A toolkit search result kept across processes. Finding NVRTC and the CUDA
+// headers (python/jitkernel/_toolkit.py, with cuda-pathfinder) takes tens of
+// milliseconds and loads NVRTC, more than a compile-cache hit should cost, so
+// the result is stored as a record of the disk cache (cache/disk_cache.hpp:
+// checksummed, replaced atomically, in the private folder) under a key of the
+// search's inputs (environment, interpreter, ...: the searcher's text). With
+// it go the searcher's notes, the NVRTC identity (module_cache.hpp
+// library_identity) and the stat identities (cache/key.hpp stat_identity) of
+// the files found and of every place the search looked; the record is used
+// only while each of those is unchanged, so a new, removed or replaced
+// library, header folder or package makes the searcher search again. The
+// recorded NVRTC identity goes into compile keys without reading the file
+// again: a file whose device, inode, size, mtime and ctime (which cannot be
+// set back) are unchanged has not been written or replaced since.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "jitkernel/cuda/toolkit.hpp"
+
+namespace jk::cuda {
+
+// (path, its stat_identity) pairs.
+using Watched = std::vector<std::pair<std::string, std::string>>;
+
+// Stat identities of `paths`, taken now.
+Watched watch(const std::vector<std::string>& paths);
+
+// Stores the record of a search for `inputs`: `paths` (the NVRTC library by
+// absolute path), the searcher's `notes` (one line each, given back as they
+// are), the places the search looked with their identities taken before it
+// searched (`places`), and the files of `paths` with their identities and
+// NVRTC's, taken now. False when the result cannot be recorded (NVRTC named
+// by a soname or not readable, a value with a line break); else the record
+// goes to the disk cache, which drops it when it is off or not writable.
+bool store_toolkit_record(const std::string& inputs, const ToolkitPaths& paths,
+                          const std::vector<std::string>& notes, const Watched& places);
+
+struct ToolkitRecord {
+  ToolkitPaths paths;
+  std::vector<std::string> notes;
+  std::string nvrtc_identity;  // library_identity(paths) when it was stored
+};
+
+// The record stored for `inputs` when there is a valid one that watches
+// every file it names and whose every watched file and place is unchanged;
+// nullopt otherwise (none, damaged, stale, disk cache off).
+std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs);
+
+// load_toolkit_record, and when there is one, configure_toolkit(its paths)
+// with compiler_identity() answered from the record (no file read).
+std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs);
+
+}  // namespace jk::cuda
