@@ -1,6 +1,9 @@
 // The benchmark cases (see cases.hpp):
 //   codegen/*   generate_cuda_kernel for a tiny add kernel and for the documentation's exp kernel
 //   nvrtc/*     NVRTC compiles of generated kernels to an sm_90a cubin (no GPU needed)
+//   cache/*     the persistent compile cache as a warm process meets it (no GPU needed): key_* builds a
+//               generated kernel's compile key; disk_hit_* is compile_kernel_persistent answered from an entry
+//               stored once in a private temporary folder (key + open/read/checksum; no in-memory cache)
 //   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
 //               same driver table. One sample = up to `batch` launches on the legacy default stream + a sync.
@@ -9,17 +12,22 @@
 #include "cases.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/cuda/module_cache.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/memory.hpp"
@@ -139,6 +147,55 @@ extern "C" __global__ void raw_add(const float* a, const float* b, int n, float*
 // Volatile sink so the compiler cannot drop the code-generation work.
 volatile std::size_t g_sink = 0;
 
+// The compile cache folder of the cache/* cases: a new private temporary folder, made the cache's folder
+// (JITKERNEL_CACHE_DIR, cache on, no size cap from the environment) before the cache's first use, and
+// removed when the process exits.
+class BenchCacheFolder {
+ public:
+  static const std::string& path() {
+    static BenchCacheFolder folder;
+    return folder.path_;
+  }
+  BenchCacheFolder(const BenchCacheFolder&) = delete;
+  BenchCacheFolder& operator=(const BenchCacheFolder&) = delete;
+
+ private:
+  BenchCacheFolder() {
+    std::string name = (fs::temp_directory_path() / "jitkernel-bench-cache-XXXXXX").string();
+    if (::mkdtemp(name.data()) == nullptr)
+      throw jk::Error("cannot create a temporary compile cache folder: " + std::string(std::strerror(errno)));
+    path_ = name;
+    if (::setenv("JITKERNEL_CACHE_DIR", path_.c_str(), 1) != 0 || ::setenv("JITKERNEL_CACHE", "1", 1) != 0 ||
+        ::unsetenv("JITKERNEL_CACHE_MAX_BYTES") != 0) {
+      const int error = errno;
+      remove();
+      throw jk::Error("cannot set the compile cache's environment: " + std::string(std::strerror(error)));
+    }
+    jk::cache::reset();
+  }
+  ~BenchCacheFolder() { remove(); }
+  void remove() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string path_;
+};
+
+// Compiles `kernel` once through the disk cache (storing its entry), then checks that a second lookup is a
+// disk hit with the same bytes; returns them.
+std::string store_in_disk_cache(const jk::GeneratedKernel& kernel, const std::string& arch) {
+  const std::optional<std::string> dir = jk::cache::active_directory();
+  if (!dir || *dir != BenchCacheFolder::path())
+    throw jk::Error("the compile cache is not using the benchmark's folder " + BenchCacheFolder::path() + ": " +
+                    jk::cache::info().disabled_reason);
+  std::string binary = jk::cuda::compile_kernel_persistent(kernel, arch, jk::cuda::CompileTarget::Cubin);
+  const std::uint64_t hits = jk::cache::info().hits;
+  if (jk::cuda::compile_kernel_persistent(kernel, arch, jk::cuda::CompileTarget::Cubin) != binary ||
+      jk::cache::info().hits != hits + 1)
+    throw jk::Error("the entry of '" + kernel.entry_name + "' was not stored in the disk cache");
+  return binary;
+}
+
 void add_cpu_cases(Suite& suite) {
   struct Gen {
     const char* name;
@@ -169,6 +226,38 @@ void add_cpu_cases(Suite& suite) {
                                g_sink = g_sink + jk::cuda::compile_kernel(*kernel, "sm_90a").size();
                              return seconds_since(t0);
                            }});
+  }
+  BenchCacheFolder::path();  // before anything uses the compile cache
+  for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
+                  Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
+    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::generate_cuda_kernel(g.spec, g.sig));
+    suite.cases.push_back({std::string("cache/key_") + g.name,
+                           "one compile key (options, NVRTC identity, header stats, SHA-256), sm_90a", 1,
+                           [kernel](std::int64_t n) {
+                             auto t0 = Clock::now();
+                             for (std::int64_t i = 0; i < n; ++i)
+                               g_sink = g_sink + jk::cuda::compile_key(*kernel, "sm_90a",
+                                                                       jk::cuda::CompileTarget::Cubin)[0];
+                             return seconds_since(t0);
+                           }});
+    auto stored = std::make_shared<std::string>();  // the entry's bytes, once stored (first run)
+    suite.cases.push_back(
+        {std::string("cache/disk_hit_") + g.name,
+         "one compile_kernel_persistent answered by the disk cache (key + open/read/checksum), sm_90a", 1,
+         [kernel, stored](std::int64_t n) {
+           if (stored->empty()) *stored = store_in_disk_cache(*kernel, "sm_90a");
+           const std::uint64_t hits = jk::cache::info().hits;
+           std::string binary;
+           auto t0 = Clock::now();
+           for (std::int64_t i = 0; i < n; ++i) {
+             binary = jk::cuda::compile_kernel_persistent(*kernel, "sm_90a", jk::cuda::CompileTarget::Cubin);
+             g_sink = g_sink + binary.size();
+           }
+           const double seconds = seconds_since(t0);
+           if (jk::cache::info().hits != hits + static_cast<std::uint64_t>(n) || binary != *stored)
+             throw jk::Error("a lookup of '" + kernel->entry_name + "' was not answered by its disk cache entry");
+           return seconds;
+         }});
   }
 }
 

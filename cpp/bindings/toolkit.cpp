@@ -56,10 +56,12 @@ std::string record_inputs(const std::string& text, const std::vector<std::string
 }
 
 // (nvrtc_library, nvrtc_preload, include_dirs, notes) of the valid record for
-// the inputs, which is now the core's configuration; None without one.
-nb::object configure_from_record(const std::string& text, const std::vector<std::string>& variables) {
+// the inputs and loaded NVRTC libraries, which is now the core's
+// configuration; None without one.
+nb::object configure_from_record(const std::string& text, const std::vector<std::string>& variables,
+                                 const cuda::Watched& loaded) {
   std::optional<cuda::ToolkitRecord> r =
-      cuda::configure_from_toolkit_record(record_inputs(text, variables));
+      cuda::configure_from_toolkit_record(record_inputs(text, variables), loaded);
   if (!r) return nb::none();
   return nb::make_tuple(r->paths.nvrtc_library, r->paths.nvrtc_preload, r->paths.include_dirs,
                         r->notes);
@@ -123,25 +125,30 @@ void bind(nb::module_& m) {
       "Sets where the core loads NVRTC from and the -I folders it compiles with.");
   m.def("_toolkit_watch", &cuda::watch, "paths"_a,
         "(path, stat identity) of each path, taken now (internal: places a search looks at).");
+  m.def("_toolkit_loaded_nvrtc", &cuda::loaded_nvrtc,
+        "(path, stat identity) of each NVRTC library loaded in this process now, whoever loaded "
+        "it (internal: part of a toolkit record's key).");
   m.def(
       "_toolkit_record_store",
       [](const std::string& text, const std::vector<std::string>& variables,
-         std::string nvrtc_library, std::vector<std::string> nvrtc_preload,
-         std::vector<std::string> include_dirs, const std::vector<std::string>& notes,
-         const cuda::Watched& places) {
+         const cuda::Watched& loaded, std::string nvrtc_library,
+         std::vector<std::string> nvrtc_preload, std::vector<std::string> include_dirs,
+         const std::vector<std::string>& notes, const cuda::Watched& places) {
         return cuda::store_toolkit_record(
-            record_inputs(text, variables),
+            record_inputs(text, variables), loaded,
             make_paths(std::move(nvrtc_library), std::move(nvrtc_preload), std::move(include_dirs)),
             notes, places);
       },
-      "text"_a, "variables"_a, "nvrtc_library"_a, "nvrtc_preload"_a, "include_dirs"_a, "notes"_a,
-      "places"_a,
+      "text"_a, "variables"_a, "loaded"_a, "nvrtc_library"_a, "nvrtc_preload"_a, "include_dirs"_a,
+      "notes"_a, "places"_a,
       "Keeps a search result for later processes under the inputs (text, then the values of the "
-      "environment variables named); False when it cannot be recorded (internal).");
-  m.def("_toolkit_record_configure", &configure_from_record, "text"_a, "variables"_a,
+      "environment variables named) and the NVRTC libraries loaded before the search "
+      "(_toolkit_loaded_nvrtc); False when it cannot be recorded (internal).");
+  m.def("_toolkit_record_configure", &configure_from_record, "text"_a, "variables"_a, "loaded"_a,
         "Configures the core from the valid toolkit record for the inputs (text, then the values "
-        "of the environment variables named): (nvrtc_library, nvrtc_preload, include_dirs, "
-        "notes), or None (internal).");
+        "of the environment variables named) and the NVRTC libraries loaded now "
+        "(_toolkit_loaded_nvrtc): (nvrtc_library, nvrtc_preload, include_dirs, notes), or None "
+        "(internal).");
   m.def("toolkit_paths", &toolkit_paths_dict, "The paths the core currently uses.");
   m.def(
       "nvrtc_version",

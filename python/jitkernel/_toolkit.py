@@ -19,7 +19,9 @@ should take, so ``configure()`` keeps its result as a toolkit record in the comp
 (cpp/jitkernel/cuda/toolkit_record.hpp: checksummed, written atomically, in the private folder; none with
 ``JITKERNEL_CACHE=0``). A record's key is everything that chooses where the search looks (the variables above,
 CONDA_PREFIX, LD_LIBRARY_PATH, PYTHONPATH, the interpreter and its prefixes, what places the user's site-packages
-folder); it holds the stat identities (device, inode, size, mtime, ctime) of the files found and of the places looked at (the site-packages
+folder) and the NVRTC libraries the process has loaded before searching, each by path and stat identity
+(cuda-pathfinder returns an NVRTC that another package loaded, e.g. torch's: such a process gets its own record,
+which names that library, the file the core's dlopen then finds loaded); it holds the stat identities (device, inode, size, mtime, ctime) of the files found and of the places looked at (the site-packages
 folders and their nvidia/ subfolders, conda-meta, the CUDA roots, the loader cache, the LD_LIBRARY_PATH folders), and
 it is used only while all of them are unchanged: installing, removing or replacing any of them makes the next process
 search again (and rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
@@ -260,14 +262,23 @@ def _from_record(library: str, preload: list, include_dirs: list, notes: list) -
     return tk
 
 
-def _search_and_record(inputs: str) -> Toolkit:
+def _is_loaded(library: str, loaded: list) -> bool:
+    """Whether ``library`` is the file of one of the ``loaded`` NVRTC libraries (by stat identity)."""
+    ((_, identity),) = _core._toolkit_watch([library])
+    return identity != "missing" and any(identity == other for _, other in loaded)
+
+
+def _search_and_record(inputs: str, loaded: list) -> Toolkit:
+    """search(), recorded under ``inputs`` and ``loaded`` (the NVRTC libraries loaded before it)."""
     # The places are stat'ed before the search: a change during it makes the record stale, never wrong.
     places = _core._toolkit_watch(_places())
     tk = search()
-    # Failures are searched again next time (with their notes); a library some other package loaded is not ours.
-    if not tk.nvrtc_missing and "already-loaded" not in tk.nvrtc_found_via:
-        _core._toolkit_record_store(inputs, _INPUT_VARIABLES, tk.nvrtc_library, tk.nvrtc_preload, tk.include_dirs,
-                                    _record_notes(tk), places)
+    # Failures are searched again next time (with their notes). An NVRTC cuda-pathfinder found loaded already is
+    # recorded only when it is one the key names (not one loaded during the search).
+    already_loaded = "already-loaded" in tk.nvrtc_found_via
+    if not tk.nvrtc_missing and (not already_loaded or _is_loaded(tk.nvrtc_library, loaded)):
+        _core._toolkit_record_store(inputs, _INPUT_VARIABLES, loaded, tk.nvrtc_library, tk.nvrtc_preload,
+                                    tk.include_dirs, _record_notes(tk), places)
     return tk
 
 
@@ -280,11 +291,12 @@ def configure(rediscover: bool = False) -> Toolkit:
         _core.configure_toolkit(_found.nvrtc_library, _found.nvrtc_preload, _found.include_dirs)
         return _found
     inputs = _search_inputs()
-    recorded = None if rediscover else _core._toolkit_record_configure(inputs, _INPUT_VARIABLES)  # configures too
-    if recorded is not None:
+    loaded = _core._toolkit_loaded_nvrtc()  # before searching (cuda-pathfinder loads NVRTC)
+    recorded = None if rediscover else _core._toolkit_record_configure(inputs, _INPUT_VARIABLES, loaded)
+    if recorded is not None:  # the core is configured from it already
         _found = _from_record(*recorded)
         return _found
-    tk = _search_and_record(inputs)
+    tk = _search_and_record(inputs, loaded)
     _core.configure_toolkit(tk.nvrtc_library, tk.nvrtc_preload, tk.include_dirs)
     _found = tk
     return tk

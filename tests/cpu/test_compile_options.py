@@ -6,6 +6,8 @@ expected choice, so a wrong choice, in either direction, is a CompileError. Real
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -51,12 +53,6 @@ def test_preamble_headers_keep_minimal():
                         output_dtypes=[np.complex64])
 
 
-def test_real_cooperative_groups_header_keeps_minimal():
-    body = ("auto tile = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block());\n"
-            "out[threadIdx.x] = tile.shfl_down(in0[threadIdx.x], 1);")
-    assert compile_body(EXPECT_MINIMAL + body)
-
-
 @pytest.mark.parametrize("body", [
     "cudaStream_t s = 0; out[0] = s == 0;",
     "cudaError_t e = cudaSuccess; out[0] = (float)e;",
@@ -84,3 +80,50 @@ def test_standalone_sources_follow_the_same_rule():
     assert jk.compile_cuda(src % EXPECT_MINIMAL, arch=ARCH)[:4] == b"\x7fELF"
     full = 'extern "C" __global__ void k(float* o) {\n%s  cudaStream_t s = 0; o[0] = s == 0;\n}\n'
     assert jk.compile_cuda(full % EXPECT_FULL, arch=ARCH)[:4] == b"\x7fELF"
+
+
+
+# The generator decides --minimal from the user's code (and the names it declares) alone, on the claim that the text
+# it writes around that code (preamble, helpers, parameters, template lines) fits --minimal. Checked through the disk
+# cache: the entry a kernel's compile stored is named by its key, which holds its options; the key of the whole
+# generated file with the options a scan of that whole file chooses (what compile_cuda would use) must be the same.
+def assert_whole_file_rule_agrees(k, inputs=(F32,), template=None):
+    text = k.source(inputs=list(inputs), output_dtypes=[np.float32], template=template)
+    key = jk._core._cache_compile_key(text, k.name + ".cu", ARCH, "cubin")
+    assert os.path.isfile(os.path.join(jk._core._cache_active_directory(), "kernels", key + ".jkc"))
+
+
+EVERY_PREAMBLE_PART = dict(
+    inputs=[np.zeros((2, 4), np.float16), np.zeros(8, np.complex64), 2.0],
+    header="__device__ inline float twice(float v) { return 2.0f * v; }\n",
+    template=[("T", jk.float32), ("N", 3), ("B", True)],
+    body=("int64_t i = threadIdx.x;\n"
+          "float h = __half2float(in0[elem_to_loc<int64_t>(i, in0_shape, in0_strides, in0_ndim)]);\n"
+          "cuFloatComplex c = cuCmulf(in1[i], in1[i]);\n"
+          "float e = B ? cuda::std::numeric_limits<float>::epsilon() : 0.0f;\n"
+          "out[i] = static_cast<T>(twice(__bfloat162float(__float2bfloat16(h)) + cuCrealf(c) + in2[0]) * N + e);"),
+)
+
+
+@pytest.mark.parametrize("case", [
+    EVERY_PREAMBLE_PART,
+    dict(body="out[threadIdx.x] = cooperative_groups::this_grid().thread_rank();"),  # the light cooperative groups
+    dict(body="auto tile = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block());\n"
+              "out[threadIdx.x] = tile.shfl_down(in0[threadIdx.x], 1);"),  # the real <cooperative_groups.h>
+], ids=["every_preamble_part", "cooperative_groups_light", "cooperative_groups_header"])
+def test_generated_text_fits_minimal(case):
+    inputs, template = case.get("inputs", [F32]), case.get("template")
+    names = [f"in{i}" for i in range(len(inputs))]
+    k = jk.cuda_kernel(name="opts", input_names=names, output_names=["out"], source=EXPECT_MINIMAL + case["body"],
+                       header=case.get("header", ""))
+    assert k.compile(inputs=list(inputs), output_dtypes=[np.float32], template=template, arch=ARCH)[:4] == b"\x7fELF"
+    assert_whole_file_rule_agrees(k, inputs, template)
+
+
+@pytest.mark.parametrize("name, output", [("cudaScale", "out"), ("opts", "cudaOut"), ("opts", "texture")])
+def test_declared_runtime_api_names_follow_the_whole_file_rule(name, output):
+    # Names the generated lines declare for the user (here only there: the body does not use the output) count as they
+    # do in a scan of the whole file.
+    k = jk.cuda_kernel(name=name, input_names=["in0"], output_names=[output], source=EXPECT_FULL)
+    assert k.compile(inputs=[F32], output_dtypes=[np.float32], arch=ARCH)[:4] == b"\x7fELF"
+    assert_whole_file_rule_agrees(k)

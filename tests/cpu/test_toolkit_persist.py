@@ -268,14 +268,32 @@ def test_cache_off_records_nothing(tmp_path, toolkit):
     assert not (folder / "records").exists()
 
 
-def test_nvrtc_another_package_loaded_is_not_recorded(tmp_path, toolkit):
+@pytest.mark.parametrize("where", ["the library found", "a copy elsewhere"])
+def test_nvrtc_another_package_loaded_has_its_own_record(tmp_path, toolkit, where):
+    """A process where another package (torch) loaded NVRTC first: cuda-pathfinder returns that library, so the
+    search is recorded under it and the next such process uses the record; a process without it never does."""
     folder = tmp_path / "cache"
-    preload = os.pathsep.join([*toolkit.nvrtc_preload, toolkit.nvrtc_library])
-    result = probe(folder, JK_TEST_PRELOAD=preload)
-    if "already" not in result["found"][1]:
-        pytest.skip(f"this cuda-pathfinder does not report libraries loaded before it ({result['found'][1]})")
-    assert not result["from_record"] and records(folder) == []
-    assert not probe(folder, JK_TEST_PRELOAD=preload)["from_record"]
+    lib = toolkit.nvrtc_library if where == "the library found" else str(nvrtc_folder(tmp_path / "nvrtc", toolkit,
+                                                                                        copy=True))
+    preload = dict(JK_TEST_PRELOAD=os.pathsep.join([*toolkit.nvrtc_preload, lib]))
+    cold = probe(folder, **preload)
+    if "already" not in cold["found"][1]:
+        pytest.skip(f"this cuda-pathfinder does not report libraries loaded before it ({cold['found'][1]})")
+    assert not cold["from_record"] and cold["found"][0] == lib and cold["misses"] == 1
+    assert len(records(folder)) == 1
+    warm = probe(folder, **preload)
+    assert warm["from_record"] and not warm["pathfinder"] and warm["hits"] == 1 and warm["misses"] == 0
+    assert warm["found"] == cold["found"] and warm["key"] == cold["key"]
+
+    # Without the preload: the search's own answer (not the loaded library's record), then its own record.
+    alone = probe(folder)
+    assert not alone["from_record"] and "already" not in alone["found"][1]
+    assert alone["found"][0] == toolkit.nvrtc_library and alone["sha"] == cold["sha"]
+    again = probe(folder)
+    assert again["from_record"] and not again["pathfinder"] and not again["nvrtc_mapped"]
+    assert again["found"] == alone["found"] and again["hits"] == 1
+    assert len(records(folder)) == 2
+    assert probe(folder, **preload)["found"] == cold["found"]  # each process its own record
 
 
 def test_missing_nvrtc_is_not_recorded(tmp_path, toolkit):
@@ -296,16 +314,22 @@ def test_record_store_api(tmp_path, monkeypatch, toolkit):
     _core._cache_reset()
     try:
         args = (toolkit.nvrtc_preload, toolkit.include_dirs, ["note\tx"], [])
-        assert not _core._toolkit_record_store("t", [], "libnvrtc.so.13", *args)  # a soname
-        assert not _core._toolkit_record_store("t", [], str(tmp_path / "none.so"), *args)  # no such file
-        assert not _core._toolkit_record_store("t", [], toolkit.nvrtc_library, toolkit.nvrtc_preload,
+        assert not _core._toolkit_record_store("t", [], [], "libnvrtc.so.13", *args)  # a soname
+        assert not _core._toolkit_record_store("t", [], [], str(tmp_path / "none.so"), *args)  # no such file
+        assert not _core._toolkit_record_store("t", [], [], toolkit.nvrtc_library, toolkit.nvrtc_preload,
                                                toolkit.include_dirs, ["two\nlines"], [])
         assert records(tmp_path / "cache") == []
         for n in range(70):
-            assert _core._toolkit_record_store(f"inputs {n}", [], toolkit.nvrtc_library, *args)
+            assert _core._toolkit_record_store(f"inputs {n}", [], [], toolkit.nvrtc_library, *args)
         assert len(records(tmp_path / "cache")) == 64
-        assert _core._toolkit_record_configure("inputs 69", []) is not None
-        assert _core._toolkit_record_configure("inputs 0", []) is None  # evicted first
+        assert _core._toolkit_record_configure("inputs 69", [], []) is not None
+        assert _core._toolkit_record_configure("inputs 0", [], []) is None  # evicted first
+        # The NVRTC libraries loaded are part of the key.
+        loaded = [(toolkit.nvrtc_library, "1 2 3 4 5")]
+        assert _core._toolkit_record_configure("inputs 69", [], loaded) is None
+        assert _core._toolkit_record_store("inputs 69", [], loaded, toolkit.nvrtc_library, *args)
+        assert _core._toolkit_record_configure("inputs 69", [], loaded) is not None
+        assert _core._toolkit_record_configure("inputs 69", [], [(toolkit.nvrtc_library, "1 2 3 4 6")]) is None
     finally:
         monkeypatch.undo()
         _core._cache_reset()

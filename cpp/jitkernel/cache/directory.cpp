@@ -42,10 +42,10 @@ std::string absolute(const std::string& path) {
   return std::string(cwd.data()) + "/" + path;
 }
 
-// mkdir -p with mode 0700 for what it creates; "" or the error.
+// mkdir -p with mode 0700 for what it creates (for a `path` that stat did
+// not find); "" or the error.
 std::string make_folders(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return "";
   std::size_t at = 0;
   while (true) {
     at = path.find('/', at + 1);
@@ -76,12 +76,13 @@ std::string directory_from_environment() {
 }
 
 std::string prepare_private_folder(const std::string& path, bool create) {
-  if (create) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {  // one stat when the folder exists (a warm start)
+    if (!create) return errno_text(errno);
     std::string problem = make_folders(path);
     if (!problem.empty()) return problem;
+    if (::stat(path.c_str(), &st) != 0) return errno_text(errno);
   }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return errno_text(errno);
   if (!S_ISDIR(st.st_mode)) return "not a directory";
   if (st.st_uid != geteuid())
     return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +

@@ -181,6 +181,18 @@ Features detect_features(const SourceScan& scan, const std::vector<DType>& dtype
 // these pragmas). Ends with a newline.
 std::string preamble_text(const Features& features);
 
+// Whether `identifier` may name something NVRTC's -minimal leaves undeclared
+// (the CUDA runtime API, textures and surfaces, library_types.h). Errs on the
+// side of a match.
+bool omitted_by_minimal(const std::string& identifier);
+
+// True when code whose scan is `scan` can be compiled with NVRTC's -minimal:
+// it names nothing omitted_by_minimal and includes no header but those the
+// preamble uses. Holds for every preamble_text (tests/cpu/
+// test_compile_options.py checks it), so a generated kernel is decided from
+// its user code (and the names it declares) alone.
+bool fits_minimal(const SourceScan& scan);
+
 // ---- entry_name.cpp --------------------------------------------------------
 // `<name>_<16 hex digits>`: a valid C identifier (name is one) that differs
 // whenever `content` (the generated text without the entry name) differs.

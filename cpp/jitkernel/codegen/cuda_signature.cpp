@@ -81,6 +81,26 @@ void check_ndim(const std::string& name, const InputSignature& in, const ShapeUs
                                     "; reshape the input or drop its shape/strides from the source");
 }
 
+// fits_minimal_builtins(k.source) without scanning the whole file: the
+// preamble and the generated lines fit, so only the user's code and the names
+// the generated lines declare for the user decide: the entry point, the
+// parameters and the template arguments (other generated names add a suffix
+// starting with '_' to a parameter's, which omitted_by_minimal never flags
+// unless it flags the parameter's name itself).
+bool fits_minimal(const std::string& entry_name, const CudaKernelSpec& spec,
+                  const CallSignature& call, const codegen::SourceScan& user_scan) {
+  if (!codegen::fits_minimal(user_scan) || codegen::omitted_by_minimal(entry_name)) return false;
+  for (const auto* names : {&spec.input_names, &spec.output_names}) {
+    for (const auto& name : *names) {
+      if (codegen::omitted_by_minimal(name)) return false;
+    }
+  }
+  for (const auto& t : call.template_args) {
+    if (codegen::omitted_by_minimal(t.name)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call) {
@@ -165,6 +185,7 @@ GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSigna
 
   k.entry_name = codegen::make_entry_name(spec.name, head + tail);
   k.source = head + k.entry_name + tail;
+  k.fits_minimal = fits_minimal(k.entry_name, spec, call, scan);
   return k;
 }
 

@@ -87,6 +87,10 @@ struct GeneratedKernel {
   std::string program_name;
   std::vector<ParamSlot> params;
   bool needs_cccl = false;  // source/header use cooperative_groups or cuda:: headers
+  // `source` can be compiled with NVRTC's --minimal: the answer
+  // fits_minimal_builtins(source) gives, decided while generating from the
+  // user's code alone (no second scan of the whole file per compile key).
+  bool fits_minimal = false;
   // Line mapping for compile errors: generated line -> user line.
   int header_first_line = 0;  // 1-based line in `source` where the header starts (0: no header)
   int header_line_count = 0;

@@ -6,8 +6,9 @@
 // (cooperative_groups, CCCL's cuda::std) cost seconds in NVRTC and are
 // included only when the user code names them; cooperative groups used only
 // through this_grid() / this_thread_block() get light definitions instead
-// (cooperative_groups.cpp). Also decides whether a whole file compiles
-// with NVRTC's -minimal (fits_minimal_builtins).
+// (cooperative_groups.cpp). Also decides whether code compiles with NVRTC's
+// -minimal (fits_minimal: for the user's code of a generated kernel, whose
+// preamble always fits; fits_minimal_builtins: for a whole file).
 #include <string>
 #include <string_view>
 
@@ -113,6 +114,8 @@ bool is_preamble_header(const std::string& target) {
 // cudaTextureObject_t) and library_types.h. Errs on the side of a match:
 // a false match only costs compile time. (CUDART_INF_F & co. are math
 // constants from headers, not from these sections.)
+}  // namespace
+
 bool omitted_by_minimal(const std::string& id) {
   auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
   auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
@@ -131,6 +134,8 @@ bool omitted_by_minimal(const std::string& id) {
   }
   return false;
 }
+
+namespace {
 
 // Helpers in namespace jitkernel, made visible with a using-directive so a
 // user header may define the same names without a redefinition error.
@@ -232,6 +237,16 @@ std::string preamble_text(const Features& f) {
   return out;
 }
 
+bool fits_minimal(const SourceScan& scan) {
+  for (const auto& target : scan.includes) {
+    if (!is_preamble_header(target)) return false;  // its header may need more
+  }
+  for (const auto& id : scan.identifiers) {
+    if (omitted_by_minimal(id)) return false;
+  }
+  return true;
+}
+
 }  // namespace jk::codegen
 
 namespace jk {
@@ -239,13 +254,7 @@ namespace jk {
 bool fits_minimal_builtins(const std::string& source) {
   codegen::SourceScan scan;
   codegen::scan_into(source, scan);
-  for (const auto& target : scan.includes) {
-    if (!codegen::is_preamble_header(target)) return false;  // its header may need more
-  }
-  for (const auto& id : scan.identifiers) {
-    if (codegen::omitted_by_minimal(id)) return false;
-  }
-  return true;
+  return codegen::fits_minimal(scan);
 }
 
 }  // namespace jk

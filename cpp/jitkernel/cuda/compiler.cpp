@@ -1,6 +1,7 @@
 // NVRTC compilation to a cubin (or PTX) for one exact architecture. The
 // options depend only on the architecture, target, configured include folders,
-// NVRTC version and the source (--minimal when it fits) and are part of the
+// NVRTC version and the source (--minimal when it fits; for a generated kernel
+// the generator decides that) and are part of the
 // cache keys; numerics are left alone (no --use_fast_math). Measured in
 // benchmarks/results/2026-11-22_local_compile_time.md: --minimal is the one
 // option that changes compile time (the front end of a small kernel drops from
@@ -139,10 +140,11 @@ struct CompileResult {
   std::string log;     // when not ok
 };
 
+// Compiles with `options` (compile_options' for this source).
 CompileResult run_nvrtc(const std::string& source, const std::string& program_name,
-                        const std::string& arch, CompileTarget target) {
+                        const std::string& arch, CompileTarget target,
+                        std::vector<std::string> options) {
   ParsedArch parsed = parse_arch(arch);
-  std::vector<std::string> options = compile_options(arch, target, source);
   check_arch_supported(parsed, arch);
   if (nvrtc_version() < std::make_pair(12, 4)) {  // NVRTC 12.4 brought --minimal
     options.erase(std::remove(options.begin(), options.end(), kMinimal), options.end());
@@ -163,10 +165,7 @@ CompileResult run_nvrtc(const std::string& source, const std::string& program_na
   return out;
 }
 
-}  // namespace
-
-std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
-                                         const std::string& source) {
+std::vector<std::string> options_for(const std::string& arch, CompileTarget target, bool minimal) {
   ParsedArch parsed = parse_arch(arch);
   std::vector<std::string> options;
   options.push_back(std::string("--gpu-architecture=") +
@@ -174,14 +173,27 @@ std::vector<std::string> compile_options(const std::string& arch, CompileTarget 
                     std::to_string(parsed.number) + parsed.suffix);
   options.push_back("--std=c++17");
   for (const auto& dir : toolkit_paths().include_dirs) options.push_back("-I" + dir);
-  if (fits_minimal_builtins(source)) options.push_back(kMinimal);
+  if (minimal) options.push_back(kMinimal);
   return options;
+}
+
+}  // namespace
+
+std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
+                                         const std::string& source) {
+  return options_for(arch, target, fits_minimal_builtins(source));
+}
+
+std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
+                                         const GeneratedKernel& kernel) {
+  return options_for(arch, target, kernel.fits_minimal);
 }
 
 std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arch,
                            CompileTarget target) {
   const std::string& name = kernel.program_name.empty() ? kernel.entry_name + ".cu" : kernel.program_name;
-  CompileResult result = run_nvrtc(kernel.source, name, arch, target);
+  CompileResult result =
+      run_nvrtc(kernel.source, name, arch, target, compile_options(arch, target, kernel));
   if (result.ok) return std::move(result.binary);
   std::string log = map_compile_log(kernel, result.log);
   throw CompileError("compiling kernel '" + kernel.entry_name + "' failed:\n" + log, log,
@@ -190,7 +202,8 @@ std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arc
 
 std::string compile_source(const std::string& source, const std::string& program_name,
                            const std::string& arch, CompileTarget target) {
-  CompileResult result = run_nvrtc(source, program_name, arch, target);
+  CompileResult result =
+      run_nvrtc(source, program_name, arch, target, compile_options(arch, target, source));
   if (result.ok) return std::move(result.binary);
   throw CompileError("compiling '" + program_name + "' failed:\n" + result.log, result.log, source);
 }

@@ -28,5 +28,9 @@ std::string compile_source(const std::string& source, const std::string& program
 // NVRTC builds apart anyway).
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const std::string& source);
+// The same options for a generated kernel's source, with --minimal decided
+// by the generator (kernel.fits_minimal) instead of a scan of the whole file.
+std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
+                                         const GeneratedKernel& kernel);
 
 }  // namespace jk::cuda

@@ -93,6 +93,21 @@ std::string with_preloads(std::string identity, const ToolkitPaths& paths) {
   return identity;
 }
 
+// compile_key's fields besides the options (which its callers choose).
+cache::Digest key_with_options(const std::string& source, const std::string& program_name,
+                               const std::string& arch, CompileTarget target,
+                               std::vector<std::string> options) {
+  cache::CompileKeyInputs in;
+  in.source = source;
+  in.program_name = program_name;
+  in.arch = arch;
+  in.target = target_name(target);
+  in.options = std::move(options);
+  in.compiler = compiler_identity();
+  in.include_dirs = toolkit_paths().include_dirs;
+  return cache::compile_key(in);
+}
+
 }  // namespace
 
 std::string library_identity(const ToolkitPaths& paths) {
@@ -130,20 +145,19 @@ std::string compiler_identity() {
 
 cache::Digest compile_key(const std::string& source, const std::string& program_name,
                           const std::string& arch, CompileTarget target) {
-  cache::CompileKeyInputs in;
-  in.source = source;
-  in.program_name = program_name;
-  in.arch = arch;
-  in.target = target_name(target);
-  in.options = compile_options(arch, target, source);
-  in.compiler = compiler_identity();
-  in.include_dirs = toolkit_paths().include_dirs;
-  return cache::compile_key(in);
+  return key_with_options(source, program_name, arch, target,
+                          compile_options(arch, target, source));
+}
+
+cache::Digest compile_key(const GeneratedKernel& kernel, const std::string& arch,
+                          CompileTarget target) {
+  return key_with_options(kernel.source, nvrtc_program_name(kernel), arch, target,
+                          compile_options(arch, target, kernel));
 }
 
 std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
                                       CompileTarget target) {
-  return through_disk(compile_key(kernel.source, nvrtc_program_name(kernel), arch, target),
+  return through_disk(compile_key(kernel, arch, target),
                       [&] { return compile_kernel(kernel, arch, target); });
 }
 
@@ -155,8 +169,7 @@ std::string compile_source_persistent(const std::string& source, const std::stri
 
 std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& kernel,
                                                          const std::string& arch) {
-  const cache::Digest key =
-      compile_key(kernel.source, nvrtc_program_name(kernel), arch, CompileTarget::Cubin);
+  const cache::Digest key = compile_key(kernel, arch, CompileTarget::Cubin);
   BinaryCache& memory = binary_cache();
   {
     std::lock_guard<std::mutex> lock(memory.mutex);

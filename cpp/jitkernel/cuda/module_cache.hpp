@@ -42,6 +42,11 @@ std::string compile_source_persistent(const std::string& source, const std::stri
 // version).
 cache::Digest compile_key(const std::string& source, const std::string& program_name,
                           const std::string& arch, CompileTarget target);
+// The key of a generated kernel (what compile_kernel_cached and
+// compile_kernel_persistent use): its source under its program name, with
+// the options compile_options(arch, target, kernel) gives.
+cache::Digest compile_key(const GeneratedKernel& kernel, const std::string& arch,
+                          CompileTarget target);
 
 // The identity of the NVRTC library compiles use (part of compile_key): the
 // ELF build-id of the configured file (or, for a soname, of the file the

@@ -5,6 +5,10 @@
 // The entry format around it (disk_cache.hpp records) carries the checksum.
 #include "jitkernel/cuda/toolkit_record.hpp"
 
+#if defined(__linux__)
+#include <link.h>
+#endif
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -18,9 +22,26 @@ namespace {
 
 constexpr std::string_view kFirstLine = "jitkernel toolkit record";
 
-cache::Key record_key(const std::string& inputs) {
-  return cache::KeyBuilder().add("record", "toolkit search").add("inputs", inputs).finish();
+cache::Key record_key(const std::string& inputs, const Watched& loaded) {
+  cache::KeyBuilder key;
+  key.add("record", "toolkit search").add("inputs", inputs);
+  key.add("loaded nvrtc libraries", std::to_string(loaded.size()));
+  for (const auto& [path, identity] : loaded) key.add("path", path).add("identity", identity);
+  return key.finish();
 }
+
+#if defined(__linux__)
+// dl_iterate_phdr callback: appends the loader's name of each loaded NVRTC to
+// the std::vector<std::string> at `out`.
+int collect_nvrtc(struct dl_phdr_info* info, std::size_t, void* out) {
+  const std::string_view name = info->dlpi_name == nullptr ? "" : info->dlpi_name;
+  const std::size_t slash = name.rfind('/');
+  const std::string_view file = slash == std::string_view::npos ? name : name.substr(slash + 1);
+  if (file.substr(0, 11) == "libnvrtc.so")  // libnvrtc-builtins.so.* does not match
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+#endif
 
 bool one_line(const std::string& value) { return value.find('\n') == std::string::npos; }
 
@@ -91,8 +112,17 @@ Watched watch(const std::vector<std::string>& paths) {
   return out;
 }
 
-bool store_toolkit_record(const std::string& inputs, const ToolkitPaths& paths,
-                          const std::vector<std::string>& notes, const Watched& places) {
+Watched loaded_nvrtc() {
+  std::vector<std::string> names;
+#if defined(__linux__)
+  dl_iterate_phdr(collect_nvrtc, &names);  // under the loader's lock: stat afterwards
+#endif
+  return watch(names);
+}
+
+bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
+                          const ToolkitPaths& paths, const std::vector<std::string>& notes,
+                          const Watched& places) {
   if (paths.nvrtc_library.empty() || paths.nvrtc_library[0] != '/') return false;
   // The found files' identities first: a change after them makes the record
   // stale (its fingerprints no longer match), never wrong.
@@ -120,18 +150,20 @@ bool store_toolkit_record(const std::string& inputs, const ToolkitPaths& paths,
     for (const auto& [path, id] : *list) field("watch", id + "\t" + path);
   }
   if (!ok) return false;
-  cache::store_record(record_key(inputs), payload);
+  cache::store_record(record_key(inputs, loaded), payload);
   return true;
 }
 
-std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs) {
-  std::optional<std::string> payload = cache::load_record(record_key(inputs));
+std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
+                                                 const Watched& loaded) {
+  std::optional<std::string> payload = cache::load_record(record_key(inputs, loaded));
   if (!payload) return std::nullopt;
   return parse_and_check(*payload);
 }
 
-std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs) {
-  std::optional<ToolkitRecord> record = load_toolkit_record(inputs);
+std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs,
+                                                           const Watched& loaded) {
+  std::optional<ToolkitRecord> record = load_toolkit_record(inputs, loaded);
   if (!record) return std::nullopt;
   remember_compiler_identity(record->paths, record->nvrtc_identity);
   configure_toolkit(record->paths);

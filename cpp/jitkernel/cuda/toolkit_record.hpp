@@ -3,7 +3,9 @@
 // milliseconds and loads NVRTC, more than a compile-cache hit should cost, so
 // the result is stored as a record of the disk cache (cache/disk_cache.hpp:
 // checksummed, replaced atomically, in the private folder) under a key of the
-// search's inputs (environment, interpreter, ...: the searcher's text). With
+// search's inputs (environment, interpreter, ...: the searcher's text, and
+// the NVRTC libraries the process had loaded before searching: cuda-pathfinder
+// takes one another package loaded, e.g. torch's). With
 // it go the searcher's notes, the NVRTC identity (module_cache.hpp
 // library_identity) and the stat identities (cache/key.hpp stat_identity) of
 // the files found and of every place the search looked; the record is used
@@ -29,15 +31,25 @@ using Watched = std::vector<std::pair<std::string, std::string>>;
 // Stat identities of `paths`, taken now.
 Watched watch(const std::vector<std::string>& paths);
 
-// Stores the record of a search for `inputs`: `paths` (the NVRTC library by
+// The NVRTC libraries loaded in this process now, by whoever loaded them:
+// each loaded object whose file name starts with "libnvrtc.so" (not
+// libnvrtc-builtins), as the loader names it, with its stat identity, in
+// load order. A search's result depends on them (an NVRTC already loaded is
+// the one cuda-pathfinder returns), so they are part of a record's key: take
+// them before searching (the search loads NVRTC). Empty outside Linux.
+Watched loaded_nvrtc();
+
+// Stores the record of a search for `inputs` made while the NVRTC libraries
+// `loaded` (loaded_nvrtc() taken before it) were loaded: `paths` (the NVRTC library by
 // absolute path), the searcher's `notes` (one line each, given back as they
 // are), the places the search looked with their identities taken before it
 // searched (`places`), and the files of `paths` with their identities and
 // NVRTC's, taken now. False when the result cannot be recorded (NVRTC named
 // by a soname or not readable, a value with a line break); else the record
 // goes to the disk cache, which drops it when it is off or not writable.
-bool store_toolkit_record(const std::string& inputs, const ToolkitPaths& paths,
-                          const std::vector<std::string>& notes, const Watched& places);
+bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
+                          const ToolkitPaths& paths, const std::vector<std::string>& notes,
+                          const Watched& places);
 
 struct ToolkitRecord {
   ToolkitPaths paths;
@@ -45,13 +57,16 @@ struct ToolkitRecord {
   std::string nvrtc_identity;  // library_identity(paths) when it was stored
 };
 
-// The record stored for `inputs` when there is a valid one that watches
-// every file it names and whose every watched file and place is unchanged;
-// nullopt otherwise (none, damaged, stale, disk cache off).
-std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs);
+// The record stored for `inputs` and `loaded` (loaded_nvrtc() now) when
+// there is a valid one that watches every file it names and whose every
+// watched file and place is unchanged; nullopt otherwise (none, damaged,
+// stale, disk cache off).
+std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
+                                                 const Watched& loaded);
 
 // load_toolkit_record, and when there is one, configure_toolkit(its paths)
 // with compiler_identity() answered from the record (no file read).
-std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs);
+std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs,
+                                                           const Watched& loaded);
 
 }  // namespace jk::cuda
