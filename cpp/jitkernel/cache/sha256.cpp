@@ -1,7 +1,7 @@
 // SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, 64 rounds, big-endian
 // words, the message padded with 0x80, zeros and its bit length. Blocks are
 // compressed by portable code, or with the x86 SHA extensions (SHA-NI) when
-// the CPU has them (checked once with cpuid).
+// the CPU has them (checked once: glibc's record of cpuid, else cpuid).
 #include "jitkernel/cache/sha256.hpp"
 
 #include <algorithm>
@@ -11,6 +11,12 @@
 #define JK_SHA_NI 1
 #include <cpuid.h>
 #include <immintrin.h>
+// glibc 2.33+ keeps the features cpuid reported at startup, the OS's support
+// included: reading them costs no cpuid instruction.
+#if defined(__GLIBC__) && __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+#define JK_GLIBC_CPU_FEATURES 1
+#endif
 #endif
 
 namespace jk::cache {
@@ -114,15 +120,20 @@ __attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::uint32_t* 
   _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
-// Three cpuid instructions (each one traps to the hypervisor in a virtual
-// machine, ~10 us there: this runs on the first cache hit of a process).
+// SSSE3, SSE4.1 and SHA. Each cpuid instruction traps to the hypervisor in a
+// virtual machine (~10 us there, and this runs on the first cache hit of a
+// process): glibc's copy of their answers is used where it has one.
 bool cpu_has_sha_ni() {
+#if defined(JK_GLIBC_CPU_FEATURES)
+  return CPU_FEATURE_ACTIVE(SSSE3) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SHA);
+#else
   if (__get_cpuid_max(0, nullptr) < 7) return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
   __cpuid(1, a, b, c, d);
   const bool ssse3 = (c >> 9) & 1, sse41 = (c >> 19) & 1;
   __cpuid_count(7, 0, a, b, c, d);
   return ssse3 && sse41 && ((b >> 29) & 1);
+#endif
 }
 #endif
 
