@@ -172,8 +172,7 @@ def test_compiling_releases_the_gil(no_disk_cache):
     # While one thread compiles, this thread keeps running: the longest pause between two of its loop turns
     # stays far below the compile time (with the GIL held through NVRTC it would be the whole compile). The disk
     # cache is off, so that the second compile runs NVRTC again.
-    import threading
-    import time
+    from _threads import run_while_spinning
 
     # tiled_partition takes the real <cooperative_groups.h> (a compile of seconds), so the margin is wide
     # even on a loaded CI machine.
@@ -185,20 +184,6 @@ def test_compiling_releases_the_gil(no_disk_cache):
     """)
     sig = dict(inputs=[np.zeros(4, np.float32)], output_dtypes=[jk.float32])
     expected = k.compile(**sig)  # loads NVRTC and warms the header cache first
-    result = {}
-
-    def compile_in_thread():
-        start = time.perf_counter()
-        result["cubin"] = k.compile(**sig)
-        result["seconds"] = time.perf_counter() - start
-
-    worker = threading.Thread(target=compile_in_thread)
-    last = time.perf_counter()
-    longest_pause = 0.0
-    worker.start()
-    while worker.is_alive():
-        now = time.perf_counter()
-        longest_pause, last = max(longest_pause, now - last), now
-    worker.join()
-    assert result["cubin"] == expected
-    assert longest_pause < 0.5 * result["seconds"], (longest_pause, result["seconds"])
+    cubin, seconds, longest_pause = run_while_spinning(lambda: k.compile(**sig))
+    assert cubin == expected
+    assert longest_pause < 0.5 * seconds, (longest_pause, seconds)

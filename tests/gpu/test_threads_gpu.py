@@ -2,7 +2,6 @@
 one plan wins, every caller gets correct results), and the first call's compile running without the GIL so other
 threads keep going meanwhile."""
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 import jitkernel as jk
 from _gpu_util import INDEX
+from _threads import run_while_spinning
 
 pytestmark = pytest.mark.gpu
 
@@ -50,20 +50,6 @@ def test_first_call_compiles_without_the_gil():
         if (elem < inp_shape[0]) { out[elem] = inp[elem] + 3.0f; }
     """)
     x = np.arange(N, dtype=np.float32)
-    result = {}
-
-    def first_call():
-        begin = time.perf_counter()
-        result["out"] = launch(kernel, x)
-        result["seconds"] = time.perf_counter() - begin
-
-    worker = threading.Thread(target=first_call)
-    last = time.perf_counter()
-    longest_pause = 0.0
-    worker.start()
-    while worker.is_alive():
-        now = time.perf_counter()
-        longest_pause, last = max(longest_pause, now - last), now
-    worker.join()
-    np.testing.assert_array_equal(result["out"], x + 3)
-    assert longest_pause < 0.5 * result["seconds"], (longest_pause, result["seconds"])
+    out, seconds, longest_pause = run_while_spinning(lambda: launch(kernel, x))
+    np.testing.assert_array_equal(out, x + 3)
+    assert longest_pause < 0.5 * seconds, (longest_pause, seconds)
