@@ -116,6 +116,19 @@ void bind(nb::module_& m) {
         "Format, architecture, entry points and parameter sizes of PTX / cubin / fatbin bytes "
         "(no GPU needed). Raises ArgumentError('compiled_source') for anything else.");
   m.def(
+      "_precompiled_cache_info",
+      [] {
+        const cuda::ParsedCacheInfo info = cuda::parsed_cache_info();
+        nb::dict out;
+        out["entries"] = info.entries;
+        out["bytes"] = info.bytes;
+        out["max_entries"] = info.max_entries;
+        out["max_bytes"] = info.max_bytes;
+        return out;
+      },
+      "Entries and bytes held by the parsed-binary cache of precompiled_cuda_kernel, and its "
+      "limits (for tests).");
+  m.def(
       "check_binary_arch",
       [](const nb::bytes& data, int cc_major, int cc_minor, const std::string& device_label,
          const std::string& device_name) {

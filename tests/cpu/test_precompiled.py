@@ -432,3 +432,40 @@ def test_same_name_in_two_binaries_are_told_apart():
 def test_exported_from_the_package():
     assert jk.precompiled_cuda_kernel is not None
     assert "precompiled_cuda_kernel" in jk.__all__
+
+
+# --- content keys ------------------------------------------------------------------------------------------
+
+
+def test_binaries_with_colliding_64_bit_hashes_are_told_apart():
+    # Equal size and equal hash_bytes, different parameter lists: a cache keyed by (hash, size) would check the
+    # second call against the first binary's parse (takes 1 parameter) and refuse it.
+    from _hash_collision import colliding_ptx
+
+    one, two = colliding_ptx(".visible .entry k(\n.param .u64 o\n)\n{\nret;\n}\n",
+                             ".visible .entry k(\n.param .u64 o,\n.param .u32 v\n)\n{\nret;\n}\n")
+    assert inspect_binary(one)["entries"] == {"k": [8]}
+    assert inspect_binary(two)["entries"] == {"k": [8, 4]}
+    reaches_launch(lambda: run(one, "k", inputs=[], output_shapes=[(1,)]))
+    reaches_launch(lambda: run(two, "k", inputs=[], output_shapes=[(1,)], scalars=[5]))
+    expect_argument_error(lambda: run(two, "k", inputs=[], output_shapes=[(1,)]), "scalars", "takes 2")
+
+
+def test_parsed_binary_cache_is_bounded():
+    # Every call with new bytes parses them; the parses kept are bounded in count and in bytes.
+    limits = jk._core._precompiled_cache_info()
+    body = ".visible .entry k{}(\n.param .u64 o\n)\n{{\nret;\n}}\n"
+    sources = [(".version 8.0\n.target sm_90\n.address_size 64\n" + body.format(i)).encode()
+               for i in range(limits["max_entries"] + 50)]
+    for i, source in enumerate(sources):
+        reaches_launch(lambda: run(source, f"k{i}", inputs=[], output_shapes=[(1,)]))
+    info = jk._core._precompiled_cache_info()
+    assert info["entries"] == limits["max_entries"]
+    # Big parses (100k entry names of 64 bytes each): bounded by bytes long before the count.
+    names = "".join(".visible .entry k{}{}()\n{{\nret;\n}}\n".format(i, "x" * 60) for i in range(100000))
+    big = [(".version 8.0\n.target sm_90\n.address_size 64\n" + f"// {j}\n" + names).encode() for j in range(3)]
+    for source in big:
+        reaches_launch(lambda: run(source, "k0" + "x" * 60, inputs=[], output_shapes=[], output_dtypes=[]))
+    info = jk._core._precompiled_cache_info()
+    assert 0 < info["bytes"] <= info["max_bytes"]
+    assert info["entries"] < limits["max_entries"]

@@ -265,3 +265,27 @@ def test_dynamic_shared_memory_above_48k():
                                       output_dtypes=[np.float32], scalars=[n], grid=(256, 1, 1),
                                       threadgroup=(256, 1, 1), shared_memory=n * 4)
     np.testing.assert_array_equal(to_numpy(y), x[::-1])
+
+
+def test_binaries_with_colliding_64_bit_hashes_run_their_own_code():
+    # Same size, same 64-bit hash_bytes, same entry name and parameters, different constant stored: each call must
+    # run its own binary, through the parsed-binary, function and loaded-module caches alike.
+    from _hash_collision import colliding_ptx
+
+    body = (".visible .entry k(\n.param .u64 o\n)\n{\n.reg .b64 %rd<3>;\n.reg .f32 %f<2>;\n"
+            "ld.param.u64 %rd1, [o];\ncvta.to.global.u64 %rd2, %rd1;\nmov.f32 %f1, {};\n"
+            "st.global.f32 [%rd2], %f1;\nret;\n}}\n")
+    one, two = colliding_ptx(body.replace("{}", "0f3F800000").replace("}}", "}"),  # 1.0f
+                             body.replace("{}", "0f40000000").replace("}}", "}"))  # 2.0f
+    if (8, 0) > driver_max_ptx():
+        pytest.skip("the driver does not JIT-compile PTX 8.0")
+
+    def store(binary):
+        out, = jk.precompiled_cuda_kernel(name="k", compiled_source=binary, inputs=[], output_shapes=[(1,)],
+                                          output_dtypes=[np.float32], scalars=[], grid=(1, 1, 1),
+                                          threadgroup=(1, 1, 1))
+        return to_numpy(out)[0]
+
+    for _ in range(2):
+        assert store(one) == 1.0
+        assert store(two) == 2.0

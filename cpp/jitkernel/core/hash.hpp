@@ -1,6 +1,9 @@
-// 64-bit non-cryptographic hashing for cache keys (kernel variants, compiled
-// binaries, loaded modules). One fast byte hash (8 bytes per step, four
-// lanes for long inputs) plus helpers to hash strings and combine hashes.
+// 64-bit non-cryptographic hashing for in-memory lookups (kernel variants,
+// hash tables). One fast byte hash (8 bytes per step, four lanes for long
+// inputs) plus helpers to hash strings and combine hashes. Collisions can be
+// constructed at will, so it never decides on its own that two inputs are the
+// same where an input may come from a user (binaries, files): those are keyed
+// by SHA-256 (cache/sha256.hpp) or compared byte for byte.
 #pragma once
 
 #include <cstddef>

@@ -28,13 +28,23 @@
 //   'a', 0x200000 'f', 0x2000 / 0x8000 compressed with LZ4 / zstd).
 // - PTX: `.version X.Y` is the first directive; `.target sm_XY[a|f][, ...]`;
 //   kernels are `.entry name ( .param .<type> [.ptr ...] [.align N] name[K], ... )`.
+//
+// The bytes are untrusted (any file a user passes), so parsing is linear in
+// their size whatever they hold: every read is bounds-checked, every sum or
+// product of numbers read from them is overflow-checked, every loop advances
+// through the input, names are views into it (never copied per section), and
+// the bytes read from sections and string tables add up to at most the size
+// of the file (a table whose sections overlap cannot make us read the same
+// bytes 65,535 times).
 #include "jitkernel/cuda/binary_image.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/device.hpp"
@@ -94,10 +104,12 @@ std::string hex_prefix(std::string_view bytes, std::size_t n = 8) {
 }
 
 // `text` with bytes outside printable ASCII escaped (names from damaged files
-// end up in messages, which must be valid UTF-8).
-std::string printable(std::string_view text) {
+// end up in messages, which must be valid UTF-8), cut after `max` bytes.
+std::string printable(std::string_view text, std::size_t max = 200) {
   std::string out;
   char buf[8];
+  const bool cut = text.size() > max;
+  if (cut) text = text.substr(0, max);
   for (char c : text) {
     if (c >= 0x20 && c < 0x7f) {
       out += c;
@@ -106,15 +118,50 @@ std::string printable(std::string_view text) {
       out += buf;
     }
   }
+  if (cut) out += "...";
   return out;
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += items[i];
+bool is_printable(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+// ------------------------------------------------------------- numbers ---
+
+// Numbers written in the input (architecture and PTX ISA versions, PTX
+// array sizes and alignments) are parsed with overflow checks: a number that
+// does not fit is an error, never a wrapped value.
+enum class Decimal { Ok, NotANumber, TooLarge };
+
+Decimal parse_decimal(std::string_view text, std::uint64_t max, std::uint64_t* out) {
+  if (text.empty()) return Decimal::NotANumber;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return Decimal::NotANumber;
+    if (__builtin_mul_overflow(value, 10u, &value) ||
+        __builtin_add_overflow(value, static_cast<unsigned>(c - '0'), &value) || value > max) {
+      return Decimal::TooLarge;
+    }
   }
+  *out = value;
+  return Decimal::Ok;
+}
+
+// Largest SM number an architecture may have (sm_10 ... sm_65535): far above
+// any GPU, small enough that no arithmetic on it overflows.
+constexpr std::uint64_t kMaxSm = 65535;
+// Largest PTX ISA version component.
+constexpr std::uint64_t kMaxPtxVersion = 65535;
+
+// `items` separated by ", ", the first `max` of them (a crafted binary can
+// list a million entry points; a message names a few and counts the rest).
+std::string join(const std::vector<std::string>& items, std::size_t max = 64) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < max; ++i) {
+    if (i) out += ", ";
+    out += printable(items[i], 4096);
+  }
+  if (items.size() > max) out += " and " + std::to_string(items.size() - max) + " more";
   return out;
 }
 
@@ -143,30 +190,40 @@ bool is_ident_char(char c) {
          c == '.';
 }
 
-// Tokens of PTX after comment stripping: identifiers/directives/numbers, and
-// single punctuation characters.
-std::vector<std::string> tokenize(const std::string& text, std::size_t begin, std::size_t end) {
-  std::vector<std::string> tokens;
-  std::size_t i = begin;
-  while (i < end) {
-    char c = text[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (is_ident_char(c)) {
-      std::size_t j = i;
-      while (j < end && is_ident_char(text[j])) ++j;
-      tokens.emplace_back(text, i, j - i);
-      i = j;
-    } else {
-      tokens.emplace_back(1, c);
-      ++i;
-    }
+// Tokens of PTX after comment stripping, read one at a time as views into the
+// text (a module of millions of one-character tokens costs no memory per
+// token): identifiers/directives/numbers, and single punctuation characters.
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : text_(text) { advance(); }
+  bool done() const { return current_.empty(); }  // tokens are never empty
+  std::string_view peek() const { return current_; }
+  std::string_view next() {
+    std::string_view token = current_;
+    advance();
+    return token;
   }
-  return tokens;
-}
+
+ private:
+  void advance() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    std::size_t end = pos_;
+    if (end < text_.size() && is_ident_char(text_[end])) {
+      while (end < text_.size() && is_ident_char(text_[end])) ++end;
+    } else if (end < text_.size()) {
+      ++end;
+    }
+    current_ = text_.substr(pos_, end - pos_);
+    pos_ = end;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::string_view current_;
+};
 
 // [A-Za-z_$%][A-Za-z0-9_$]*, as PTX spells names (mangled C++ names included).
-bool is_ptx_identifier(const std::string& t) {
+bool is_ptx_identifier(std::string_view t) {
   if (t.empty() || std::isdigit(static_cast<unsigned char>(t[0]))) return false;
   for (char c : t) {
     if (c == '.' || !is_ident_char(c)) return false;
@@ -174,77 +231,126 @@ bool is_ptx_identifier(const std::string& t) {
   return t[0] != '%' || t.size() > 1;
 }
 
-std::optional<std::size_t> ptx_type_size(const std::string& type) {
-  static const std::map<std::string, std::size_t> kSizes = {
+std::optional<std::size_t> ptx_type_size(std::string_view type) {
+  static constexpr std::pair<std::string_view, std::size_t> kSizes[] = {
       {".b8", 1},  {".s8", 1},  {".u8", 1},  {".b16", 2},   {".s16", 2},  {".u16", 2},
       {".f16", 2}, {".bf16", 2}, {".b32", 4}, {".s32", 4},  {".u32", 4},  {".f32", 4},
       {".f16x2", 4}, {".bf16x2", 4}, {".b64", 8}, {".s64", 8}, {".u64", 8}, {".f64", 8},
       {".b128", 16}, {".pred", 1},
   };
-  auto it = kSizes.find(type);
-  if (it == kSizes.end()) return std::nullopt;
-  return it->second;
-}
-
-bool parse_sm(std::string_view text, SmArch* out) {
-  // "sm_90a", "sm_100f", "sm_80"
-  if (text.substr(0, 3) != "sm_") return false;
-  std::size_t i = 3;
-  int number = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    number = number * 10 + (text[i] - '0');
-    ++i;
+  for (const auto& [name, size] : kSizes) {
+    if (name == type) return size;
   }
-  if (i == 3 || number < 10) return false;
-  char variant = '\0';
-  if (i < text.size() && (text[i] == 'a' || text[i] == 'f')) variant = text[i++];
-  if (i != text.size()) return false;
-  *out = SmArch::from_number(number, variant);
-  return true;
+  return std::nullopt;
 }
 
-// Parameter list of one .entry: tokens from just after '(' to the matching ')'.
-std::optional<std::vector<KernelParam>> parse_ptx_params(const std::vector<std::string>& tok,
-                                                         std::size_t& i) {
+// `.target sm_90a` / `sm_100f` / `sm_80`: the architecture, or an error naming
+// the target (an SM number too large to be one is refused, not wrapped).
+SmArch parse_ptx_target(std::string_view text) {
+  const std::string shown = "PTX .target '" + printable(text) + "'";
+  std::size_t digits = 0;
+  if (text.substr(0, 3) == "sm_") {
+    while (3 + digits < text.size() && std::isdigit(static_cast<unsigned char>(text[3 + digits]))) {
+      ++digits;
+    }
+  }
+  std::string_view rest = text.substr(std::min(text.size(), 3 + digits));
+  char variant = '\0';
+  if (!rest.empty() && (rest[0] == 'a' || rest[0] == 'f')) {
+    variant = rest[0];
+    rest.remove_prefix(1);
+  }
+  std::uint64_t number = 0;
+  if (digits == 0 || !rest.empty()) {
+    throw ArgumentError(kArg, shown + " names no sm_XY architecture");
+  }
+  if (parse_decimal(text.substr(3, digits), kMaxSm, &number) != Decimal::Ok) {
+    throw ArgumentError(kArg, shown + ": the architecture number is too large (at most sm_" +
+                                  std::to_string(kMaxSm) + ")");
+  }
+  if (number < 10) throw ArgumentError(kArg, shown + " names no sm_XY architecture");
+  return SmArch::from_number(static_cast<int>(number), variant);
+}
+
+// `.version X.Y` into the image.
+void parse_ptx_version(std::string_view text, BinaryImage* image) {
+  const std::string shown = "PTX .version '" + printable(text) + "'";
+  const std::size_t dot = text.find('.');
+  std::uint64_t major = 0, minor = 0;
+  const Decimal a = dot == std::string_view::npos
+                        ? Decimal::NotANumber
+                        : parse_decimal(text.substr(0, dot), kMaxPtxVersion, &major);
+  const Decimal b = dot == std::string_view::npos
+                        ? Decimal::NotANumber
+                        : parse_decimal(text.substr(dot + 1), kMaxPtxVersion, &minor);
+  if (a == Decimal::NotANumber || b == Decimal::NotANumber) {
+    throw ArgumentError(kArg, shown + " is not of the form X.Y");
+  }
+  if (a == Decimal::TooLarge || b == Decimal::TooLarge) {
+    throw ArgumentError(kArg, shown + ": a version number is too large (at most " +
+                                  std::to_string(kMaxPtxVersion) + ")");
+  }
+  image->ptx_version_major = static_cast<int>(major);
+  image->ptx_version_minor = static_cast<int>(minor);
+}
+
+// Parameter list of one .entry: tokens from just after '(' through the
+// matching ')'. nullopt when it holds a form we do not know; an error when
+// its sizes do not fit in 64 bits.
+std::optional<std::vector<KernelParam>> parse_ptx_params(Lexer& lex, std::string_view entry) {
+  auto too_large = [&]() {
+    throw ArgumentError(kArg, "PTX .entry '" + printable(entry) +
+                                  "' declares parameters whose sizes do not fit in 64 bits");
+  };
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
   std::vector<KernelParam> params;
-  std::size_t offset = 0;
+  std::uint64_t offset = 0;
   bool ok = true;
-  while (i < tok.size() && tok[i] != ")") {
-    if (tok[i] == ",") {
-      ++i;
-      continue;
-    }
-    if (tok[i] != ".param") {  // unexpected: skip to the end of the list
+  while (!lex.done() && lex.peek() != ")") {
+    std::string_view t = lex.next();
+    if (t == ",") continue;
+    if (t != ".param") {  // unexpected: skip to the end of the list
       ok = false;
-      ++i;
       continue;
     }
-    ++i;
-    std::size_t align = 0, elem = 0, count = 1;
-    while (i < tok.size() && tok[i] != "," && tok[i] != ")") {
-      const std::string& t = tok[i];
-      if (t == ".align" && i + 1 < tok.size()) {
-        align = std::strtoull(tok[i + 1].c_str(), nullptr, 10);
-        i += 2;
+    std::uint64_t align = 0, elem = 0, count = 1;
+    while (!lex.done() && lex.peek() != "," && lex.peek() != ")") {
+      t = lex.next();
+      if (t == ".align" && !lex.done()) {
+        const Decimal d = parse_decimal(lex.next(), kMax, &align);
+        if (d == Decimal::TooLarge) too_large();
+        if (d == Decimal::NotANumber) ok = false;
         continue;
       }
       if (auto size = ptx_type_size(t)) {
         elem = *size;
-      } else if (t == "[" && i + 1 < tok.size()) {
-        count *= std::strtoull(tok[i + 1].c_str(), nullptr, 10);
+      } else if (t == "[" && !lex.done()) {
+        std::uint64_t n = 0;
+        const Decimal d = parse_decimal(lex.peek(), kMax, &n);
+        if (d == Decimal::TooLarge) too_large();
+        if (d == Decimal::NotANumber) {
+          ok = false;  // `[]` or a non-number: a layout we do not know
+          continue;
+        }
+        lex.next();
+        if (__builtin_mul_overflow(count, n, &count)) too_large();
       }
-      ++i;  // state spaces (.ptr .global ...), the name, ']' are skipped
+      // state spaces (.ptr .global ...), the name, ']' are skipped
     }
     if (elem == 0) {
       ok = false;
       continue;
     }
-    std::size_t a = std::max<std::size_t>(align, elem);
-    offset = (offset + a - 1) / a * a;
-    params.push_back({offset, elem * count});
-    offset += elem * count;
+    const std::uint64_t a = std::max(align, elem);
+    std::uint64_t size = 0, end = 0;
+    if (__builtin_mul_overflow(elem, count, &size) || __builtin_add_overflow(offset, a - 1, &end)) {
+      too_large();
+    }
+    offset = end / a * a;
+    params.push_back({offset, size});
+    if (__builtin_add_overflow(offset, size, &offset)) too_large();
   }
-  if (i < tok.size()) ++i;  // ')'
+  if (!lex.done()) lex.next();  // ')'
   if (!ok) return std::nullopt;
   return params;
 }
@@ -261,50 +367,35 @@ BinaryImage parse_ptx(std::string_view bytes) {
   BinaryImage image;
   image.format = BinaryFormat::Ptx;
 
-  const std::vector<std::string> tok = tokenize(text, 0, text.size());
+  Lexer lex(text);
   // `.version X.Y`: tokenized as ".version" "X.Y" since '.' is an identifier char.
-  if (tok.size() < 2 || tok[0] != ".version") {
+  if (lex.next() != ".version" || lex.done()) {
     throw ArgumentError(kArg, "PTX text must start with a .version directive");
   }
-  if (std::sscanf(tok[1].c_str(), "%d.%d", &image.ptx_version_major,
-                  &image.ptx_version_minor) != 2) {
-    throw ArgumentError(kArg, "PTX .version '" + printable(tok[1]) + "' is not of the form X.Y");
-  }
-  bool have_target = false;
-  for (std::size_t i = 2; i < tok.size(); ++i) {
-    if (tok[i] == ".target") {
-      // ".target sm_90a" or ".target sm_80, debug"
-      if (i + 1 < tok.size()) {
-        SmArch arch;
-        if (parse_sm(tok[i + 1], &arch)) image.arch = arch;
+  parse_ptx_version(lex.next(), &image);
+  // One pass: the first `.target` ("sm_90a" or "sm_80, debug"), every `.entry`.
+  while (!lex.done()) {
+    const std::string_view t = lex.next();
+    if (t == ".target" && !image.arch) {
+      image.arch = parse_ptx_target(lex.done() ? std::string_view() : lex.next());
+    } else if (t == ".entry" && !lex.done()) {
+      const std::string_view name = lex.next();
+      if (!is_ptx_identifier(name)) {
+        throw ArgumentError(kArg, "PTX .entry followed by '" + printable(name) +
+                                      "', which is not a name");
       }
-      if (!image.arch) {
-        const std::string target = i + 1 < tok.size() ? printable(tok[i + 1]) : "";
-        throw ArgumentError(kArg, "PTX .target '" + target + "' names no sm_XY architecture");
+      EntryPoint entry;
+      entry.name = std::string(name);
+      if (lex.peek() == "(") {
+        lex.next();
+        entry.params = parse_ptx_params(lex, name);
+      } else {
+        entry.params = std::vector<KernelParam>{};  // `.entry name {` : no parameters
       }
-      have_target = true;
-      break;
+      image.entries.push_back(std::move(entry));
     }
   }
-  if (!have_target) throw ArgumentError(kArg, "PTX text has no .target directive");
-
-  for (std::size_t i = 0; i < tok.size(); ++i) {
-    if (tok[i] != ".entry" || i + 1 >= tok.size()) continue;
-    if (!is_ptx_identifier(tok[i + 1])) {
-      throw ArgumentError(kArg, "PTX .entry followed by '" + printable(tok[i + 1]) +
-                                    "', which is not a name");
-    }
-    EntryPoint entry;
-    entry.name = tok[i + 1];
-    i += 2;
-    if (i < tok.size() && tok[i] == "(") {
-      ++i;
-      entry.params = parse_ptx_params(tok, i);
-    } else {
-      entry.params = std::vector<KernelParam>{};  // `.entry name {` : no parameters
-    }
-    image.entries.push_back(std::move(entry));
-  }
+  if (!image.arch) throw ArgumentError(kArg, "PTX text has no .target directive");
   return image;
 }
 
@@ -329,8 +420,10 @@ bool looks_like_ptx(std::string_view bytes) {
 
 // ------------------------------------------------------------------ ELF ---
 
+constexpr const char* kElf = "ELF cubin";
 constexpr std::uint16_t kEmCuda = 190;
 constexpr std::uint32_t kShtSymtab = 2;
+constexpr std::uint32_t kShtNobits = 8;
 constexpr std::uint32_t kShtCudaInfo = 0x70000000;
 constexpr std::uint8_t kSttFunc = 2;
 constexpr std::uint8_t kStoCudaEntry = 0x10;
@@ -338,14 +431,65 @@ constexpr std::uint8_t kEifmtSval = 4;
 constexpr std::uint8_t kEiattrKparamInfo = 0x17;
 constexpr std::uint8_t kEiattrKparamInfoV2 = 0x45;
 constexpr std::uint8_t kEicompatAcceleratorTarget = 9;
+constexpr std::string_view kInfoPrefix = ".nv.info.";
 
 struct Section {
-  std::string name;
+  std::string_view name;  // into the section name table
   std::uint32_t name_index = 0;
   std::uint32_t type = 0;
-  std::uint64_t offset = 0, size = 0, entsize = 0;
+  std::uint64_t offset = 0, size = 0;
   std::uint32_t link = 0, info = 0;
 };
+
+// Bytes read from sections (or names copied out of string tables), which a
+// well-formed cubin keeps within its size: its sections do not overlap and
+// its entry names are stored once each. Without this bound, 65,535 section
+// headers naming the same megabyte would have it read 65,535 times.
+class ReadBudget {
+ public:
+  ReadBudget(std::size_t limit, const char* what) : left_(limit), what_(what) {}
+  void spend(std::uint64_t n) {
+    if (n > left_) {
+      malformed(kElf, std::string(what_) + " overlap: reading them takes more bytes than the " +
+                          "file holds");
+    }
+    left_ -= n;
+  }
+
+ private:
+  std::uint64_t left_;
+  const char* what_;
+};
+
+// A string table: names as views into the file. The ends of its strings are
+// found in one pass over the table, so a lookup costs the same however long
+// the name is and however many sections share it.
+class StringTable {
+ public:
+  StringTable(const Reader& elf, const Section& s)
+      : strings_(elf.slice(s.offset, s.size, "string table")) {
+    for (std::size_t i = 0; i < strings_.size(); ++i) {
+      if (strings_[i] == '\0') nuls_.push_back(i);
+    }
+  }
+  std::string_view at(std::uint64_t index) const {
+    if (index >= strings_.size()) malformed(kElf, "string index out of range");
+    auto end = std::lower_bound(nuls_.begin(), nuls_.end(), index);
+    if (end == nuls_.end()) malformed(kElf, "unterminated string");
+    return strings_.substr(index, *end - index);
+  }
+
+ private:
+  std::string_view strings_;
+  std::vector<std::size_t> nuls_;  // positions of the NUL bytes, ascending
+};
+
+// The bytes of section `s`, counted against `budget`.
+std::string_view contents(const Reader& elf, const Section& s, ReadBudget& budget) {
+  std::string_view bytes = elf.slice(s.offset, s.size, "section contents");
+  budget.spend(bytes.size());
+  return bytes;
+}
 
 struct Record {
   std::uint8_t format, attribute;
@@ -353,32 +497,37 @@ struct Record {
   std::string_view payload;  // SVAL payload
 };
 
-// Records of a .nv.info / .nv.compat section.
-std::vector<Record> read_records(const Reader& elf, const Section& s) {
-  std::vector<Record> records;
-  std::size_t pos = s.offset, end = s.offset + s.size;
-  while (pos + 4 <= end) {
-    Record r{elf.get<std::uint8_t>(pos), elf.get<std::uint8_t>(pos + 1),
-             elf.get<std::uint16_t>(pos + 2), {}};
+// Calls `f(record)` for each record of a .nv.info / .nv.compat section.
+template <typename F>
+void for_each_record(std::string_view bytes, const Section& s, F&& f) {
+  std::size_t pos = 0;
+  while (bytes.size() - pos >= 4) {
+    Record r{static_cast<std::uint8_t>(bytes[pos]), static_cast<std::uint8_t>(bytes[pos + 1]), 0,
+             {}};
+    std::memcpy(&r.value, bytes.data() + pos + 2, 2);
     pos += 4;
     if (r.format == kEifmtSval) {
-      if (pos + r.value > end) {
-        malformed("ELF cubin", "attribute record past the end of section " + printable(s.name));
+      if (r.value > bytes.size() - pos) {
+        malformed(kElf, "attribute record past the end of section " + printable(s.name));
       }
-      r.payload = elf.slice(pos, r.value, "attribute payload");
+      r.payload = bytes.substr(pos, r.value);
       pos += r.value;
     }
-    records.push_back(r);
+    f(r);
   }
-  return records;
 }
 
-std::optional<std::vector<KernelParam>> params_from_info(const Reader& elf, const Section& info) {
+std::optional<std::vector<KernelParam>> params_from_info(std::string_view bytes,
+                                                         const Section& info) {
   std::map<std::uint16_t, KernelParam> by_ordinal;
-  for (const Record& r : read_records(elf, info)) {
+  bool understood = true;
+  for_each_record(bytes, info, [&](const Record& r) {
     const bool v1 = r.attribute == kEiattrKparamInfo, v2 = r.attribute == kEiattrKparamInfoV2;
-    if (r.format != kEifmtSval || !(v1 || v2)) continue;
-    if (r.payload.size() < 12) return std::nullopt;
+    if (!understood || r.format != kEifmtSval || !(v1 || v2)) return;
+    if (r.payload.size() < 12) {
+      understood = false;
+      return;
+    }
     std::uint16_t ordinal, offset;
     std::uint32_t word;
     std::memcpy(&ordinal, r.payload.data() + 4, 2);
@@ -386,9 +535,10 @@ std::optional<std::vector<KernelParam>> params_from_info(const Reader& elf, cons
     std::memcpy(&word, r.payload.data() + 8, 4);
     const std::size_t size = v1 ? (word >> 18) & 0x3fff : word & 0xffff;
     if (!by_ordinal.emplace(ordinal, KernelParam{offset, size}).second) {
-      return std::nullopt;  // duplicate ordinal: not a layout we understand
+      understood = false;  // duplicate ordinal: not a layout we understand
     }
-  }
+  });
+  if (!understood) return std::nullopt;
   std::vector<KernelParam> params;
   for (const auto& [ordinal, param] : by_ordinal) {
     if (ordinal != params.size()) return std::nullopt;  // gap
@@ -398,9 +548,10 @@ std::optional<std::vector<KernelParam>> params_from_info(const Reader& elf, cons
 }
 
 BinaryImage parse_cubin(std::string_view bytes) {
-  const char* what = "ELF cubin";
+  const char* what = kElf;
   Reader elf(bytes, what);
   elf.need(0, 64, "ELF header");
+  if (std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0) malformed(what, "no ELF magic number");
   if (bytes[4] != 2) {
     throw ArgumentError(kArg, "a 32-bit ELF file; CUDA cubins for 64-bit hosts are ELF64");
   }
@@ -442,46 +593,41 @@ BinaryImage parse_cubin(std::string_view bytes) {
     }
     elf.need(phoff, std::size_t(phnum) * phentsize, "program header table");
     for (std::size_t i = 0; i < phnum; ++i) {
-      const std::size_t h = phoff + i * phentsize;
+      const std::size_t h = phoff + i * phentsize;  // within the table checked above
       elf.need(elf.get<std::uint64_t>(h + 8), elf.get<std::uint64_t>(h + 32), "program segment");
     }
   }
 
-  // Section headers.
+  // Section headers (at most 65,535 of at least 64 bytes each, all in the data).
   if (shnum == 0 || shentsize < 64) malformed(what, "no section header table");
   if (shstrndx >= shnum) malformed(what, "section name table index out of range");
   elf.need(shoff, std::size_t(shnum) * shentsize, "section header table");
   std::vector<Section> sections(shnum);
   for (std::size_t i = 0; i < shnum; ++i) {
-    std::size_t h = shoff + i * shentsize;
+    const std::size_t h = shoff + i * shentsize;
     Section& s = sections[i];
+    s.name_index = elf.get<std::uint32_t>(h);
     s.type = elf.get<std::uint32_t>(h + 4);
     s.offset = elf.get<std::uint64_t>(h + 24);
     s.size = elf.get<std::uint64_t>(h + 32);
     s.link = elf.get<std::uint32_t>(h + 40);
     s.info = elf.get<std::uint32_t>(h + 44);
-    s.entsize = elf.get<std::uint64_t>(h + 56);
-    s.name_index = elf.get<std::uint32_t>(h);
-    if (s.type != 8 /* SHT_NOBITS */) elf.need(s.offset, s.size, "section contents");
+    if (s.type != kShtNobits) elf.need(s.offset, s.size, "section contents");
   }
-  const Section& shstr = sections[shstrndx];
-  auto string_at = [&](const Section& table, std::uint64_t index) {
-    if (index >= table.size) malformed(what, "string index out of range");
-    std::string_view strings = elf.slice(table.offset, table.size, "string table");
-    std::size_t end = strings.find('\0', index);
-    if (end == std::string_view::npos) malformed(what, "unterminated string");
-    return std::string(strings.substr(index, end - index));
-  };
-  for (Section& s : sections) s.name = string_at(shstr, s.name_index);
+  const StringTable section_names(elf, sections[shstrndx]);
+  for (Section& s : sections) s.name = section_names.at(s.name_index);
+
+  ReadBudget sections_read(bytes.size(), "its sections");
+  ReadBudget names_read(bytes.size(), "its names");
 
   // 'a' marker of CUDA 13 cubins, in .nv.compat.
   for (const Section& s : sections) {
     if (s.name != ".nv.compat") continue;
-    for (const Record& r : read_records(elf, s)) {
+    for_each_record(contents(elf, s, sections_read), s, [&](const Record& r) {
       if (r.format != kEifmtSval && r.attribute == kEicompatAcceleratorTarget && r.value != 0) {
         accelerated = true;
       }
-    }
+    });
   }
   if (sm < 10) {
     char buf[16];
@@ -497,35 +643,44 @@ BinaryImage parse_cubin(std::string_view bytes) {
   }
   if (!symtab) return image;  // no symbols: no entry points
   if (symtab->link >= sections.size()) malformed(what, "symbol string table index out of range");
-  const Section& strtab = sections[symtab->link];
+  const StringTable symbol_names(elf, sections[symtab->link]);
+  const std::string_view symbols = contents(elf, *symtab, sections_read);
   std::map<std::uint32_t, std::size_t> entry_by_section;  // .text section index -> entry
-  for (std::uint64_t off = 0; off + 24 <= symtab->size; off += 24) {
-    std::size_t p = symtab->offset + off;
-    const auto name = elf.get<std::uint32_t>(p);
-    const auto info = elf.get<std::uint8_t>(p + 4);
-    const auto other = elf.get<std::uint8_t>(p + 5);
-    const auto shndx = elf.get<std::uint16_t>(p + 6);
+  for (std::size_t p = 0; symbols.size() - p >= 24; p += 24) {
+    std::uint32_t name;
+    std::uint16_t shndx;
+    std::memcpy(&name, symbols.data() + p, 4);
+    const auto info = static_cast<std::uint8_t>(symbols[p + 4]);
+    const auto other = static_cast<std::uint8_t>(symbols[p + 5]);
+    std::memcpy(&shndx, symbols.data() + p + 6, 2);
     if ((info & 0xf) != kSttFunc || !(other & kStoCudaEntry)) continue;
-    std::string symbol = string_at(strtab, name);
-    if (symbol.empty() || printable(symbol) != symbol) {
+    const std::string_view symbol = symbol_names.at(name);
+    names_read.spend(symbol.size());
+    if (symbol.empty() || !is_printable(symbol)) {
       malformed(what, "entry point name '" + printable(symbol) + "' is not printable ASCII");
     }
     entry_by_section[shndx] = image.entries.size();
-    image.entries.push_back({std::move(symbol), std::nullopt});
+    image.entries.push_back({std::string(symbol), std::nullopt});
   }
-  // Parameters from each entry's .nv.info.<name>.
+  // Parameters from each entry's .nv.info.<name>: the entry whose .text
+  // section is its sh_info, else the entry of that name.
+  std::unordered_map<std::string_view, std::size_t> entry_by_name;
+  for (std::size_t i = 0; i < image.entries.size(); ++i) {
+    entry_by_name.emplace(image.entries[i].name, i);
+  }
   for (const Section& s : sections) {
-    if (s.type != kShtCudaInfo || s.name.rfind(".nv.info.", 0) != 0) continue;
+    if (s.type != kShtCudaInfo || s.name.substr(0, kInfoPrefix.size()) != kInfoPrefix) continue;
     EntryPoint* entry = nullptr;
-    auto it = entry_by_section.find(s.info);
-    if (it != entry_by_section.end()) {
+    if (auto it = entry_by_section.find(s.info); it != entry_by_section.end()) {
       entry = &image.entries[it->second];
     } else {
-      for (EntryPoint& e : image.entries) {
-        if (".nv.info." + e.name == s.name) entry = &e;
+      const std::string_view entry_name = s.name.substr(kInfoPrefix.size());
+      names_read.spend(entry_name.size());  // hashed for the lookup
+      if (auto named = entry_by_name.find(entry_name); named != entry_by_name.end()) {
+        entry = &image.entries[named->second];
       }
     }
-    if (entry) entry->params = params_from_info(elf, s);
+    if (entry) entry->params = params_from_info(contents(elf, s, sections_read), s);
   }
   return image;
 }
@@ -551,9 +706,14 @@ BinaryImage parse_fatbin(std::string_view bytes) {
     const auto size = fat.get<std::uint64_t>(pos + 8);
     const auto sm = fat.get<std::uint32_t>(pos + 28);
     const auto flags = fat.get<std::uint64_t>(pos + 40);
-    if (entry_header < 48 || !fat.has(pos + entry_header, size) ||
-        pos + entry_header + size > end) {
+    // pos <= end <= bytes.size() and entry_header < 2**32: the sums cannot wrap.
+    if (entry_header < 48 || pos + entry_header > end || size > end - (pos + entry_header)) {
       malformed(what, "image at byte " + std::to_string(pos) + " runs past the payload");
+    }
+    if (sm > kMaxSm) {
+      malformed(what, "image at byte " + std::to_string(pos) + " is for architecture number " +
+                          std::to_string(sm) + ", which is too large (at most sm_" +
+                          std::to_string(kMaxSm) + ")");
     }
     if (kind == 1 || kind == 2) {
       FatbinImage im;

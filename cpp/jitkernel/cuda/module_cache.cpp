@@ -43,8 +43,10 @@ struct BinaryCache {
 
 struct ModuleCache {
   std::mutex mutex;
-  // (content hash, size, device) -> module
-  std::map<std::tuple<std::uint64_t, std::size_t, int>, CUmodule> modules;
+  // (SHA-256 of the image, device) -> module. A cryptographic digest: images
+  // come from users too (precompiled_cuda_kernel), and two different images
+  // sharing a module would run one's code for the other.
+  std::map<std::pair<cache::Digest, int>, CUmodule> modules;
 };
 
 // Both never destroyed: modules stay loaded until the process exits.
@@ -183,7 +185,7 @@ std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& 
 }
 
 CUmodule load_module(int device, const std::string& image) {
-  auto key = std::make_tuple(hash_bytes(image.data(), image.size()), image.size(), device);
+  const auto key = std::make_pair(cache::sha256(image), device);
   ModuleCache& cache = module_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto it = cache.modules.find(key);

@@ -2,15 +2,19 @@
 // validated without a GPU, prepare the call on the shared launch path, load
 // the binary through the module cache (once per content and device), look the
 // entry up once, check its parameters, pack pointers and scalars, launch.
+// Binaries are told apart by the SHA-256 of their bytes: with a 64-bit
+// non-cryptographic hash, two different binaries of equal size can be made
+// to collide, and the second would be checked against (and run) the first.
 #include "jitkernel/cuda/precompiled_kernel.hpp"
 
+#include <list>
 #include <map>
 #include <mutex>
 #include <tuple>
 
+#include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/core/hash.hpp"
 #include "jitkernel/cuda/binary_image.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
@@ -22,24 +26,73 @@ namespace {
 constexpr CUresult kCudaErrorInvalidValue = 1;
 constexpr std::size_t kMaxParams = 32768;  // kernel parameters take at most 32764 bytes
 
-using ContentKey = std::pair<std::uint64_t, std::size_t>;  // (hash, size) of compiled_source
+using ContentKey = cache::Digest;  // SHA-256 of compiled_source
 
-ContentKey content_key(const std::string& bytes) {
-  return {hash_bytes(bytes.data(), bytes.size()), bytes.size()};
+ContentKey content_key(const std::string& bytes) { return cache::sha256(bytes); }
+
+// Memory a parsed binary holds (its entry names and parameter lists).
+std::size_t footprint(const BinaryImage& image) {
+  std::size_t bytes = sizeof(BinaryImage) + image.images.capacity() * sizeof(FatbinImage);
+  for (const EntryPoint& e : image.entries) {
+    bytes += sizeof(EntryPoint) + e.name.capacity();
+    if (e.params) bytes += e.params->capacity() * sizeof(KernelParam);
+  }
+  return bytes;
 }
 
-// Parsed binaries, per content.
-std::shared_ptr<const BinaryImage> parsed(const std::string& bytes, const ContentKey& key) {
-  static std::mutex mutex;
-  static auto* cache = new std::map<ContentKey, std::shared_ptr<const BinaryImage>>;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
+// Parsed binaries, per content, least recently used first out: a process
+// that passes ever new binaries keeps at most the limits' worth.
+class ParsedCache {
+ public:
+  std::shared_ptr<const BinaryImage> find(const ContentKey& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);  // most recently used
+    return it->second->image;
   }
+  std::shared_ptr<const BinaryImage> insert(const ContentKey& key,
+                                            std::shared_ptr<const BinaryImage> image) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = index_.find(key); it != index_.end()) return it->second->image;  // a racing parse
+    const std::size_t size = footprint(*image);
+    order_.push_front({key, image, size});
+    index_.emplace(key, order_.begin());
+    bytes_ += size;
+    while (!order_.empty() &&
+           (order_.size() > kMaxParsedBinaries || bytes_ > kMaxParsedBinaryBytes)) {
+      bytes_ -= order_.back().bytes;
+      index_.erase(order_.back().key);
+      order_.pop_back();
+    }
+    return image;
+  }
+  ParsedCacheInfo info() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {order_.size(), bytes_, kMaxParsedBinaries, kMaxParsedBinaryBytes};
+  }
+
+ private:
+  struct Entry {
+    ContentKey key;
+    std::shared_ptr<const BinaryImage> image;
+    std::size_t bytes;
+  };
+  std::mutex mutex_;
+  std::list<Entry> order_;  // most recently used first
+  std::map<ContentKey, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+ParsedCache& parsed_cache() {
+  static auto* cache = new ParsedCache;  // never destroyed: used until exit
+  return *cache;
+}
+
+std::shared_ptr<const BinaryImage> parsed(const std::string& bytes, const ContentKey& key) {
+  if (auto image = parsed_cache().find(key)) return image;
   auto image = std::make_shared<const BinaryImage>(parse_binary(bytes));  // throws on bad bytes
-  std::lock_guard<std::mutex> lock(mutex);
-  return cache->emplace(key, std::move(image)).first->second;
+  return parsed_cache().insert(key, std::move(image));
 }
 
 // An entry point resolved on one device. `driver_params` holds the
@@ -147,10 +200,10 @@ bool ptx_newer_than(const BinaryImage& image, const DriverVersion& driver_versio
 
 const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
                         const ContentKey& key, int device) {
-  using FunctionKey = std::tuple<std::uint64_t, std::size_t, int, std::string>;
+  using FunctionKey = std::tuple<ContentKey, int, std::string>;
   static std::mutex mutex;
   static auto* cache = new std::map<FunctionKey, Function>;
-  FunctionKey fkey{key.first, key.second, device, call.name};
+  FunctionKey fkey{key, device, call.name};
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache->find(fkey);
@@ -206,6 +259,8 @@ std::shared_ptr<const BinaryImage> validate_binary(const PrecompiledCall& call,
 }
 
 }  // namespace
+
+ParsedCacheInfo parsed_cache_info() { return parsed_cache().info(); }
 
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   // Scalar inputs travel as pointers to 0-d device arrays, like MLX's arrays:

@@ -2,6 +2,7 @@
 // through the same launch path as cuda_kernel (launch.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,19 @@ struct PrecompiledCall {
 // that needs no GPU (binary_image.hpp: format, entry name, parameter sizes;
 // launch.hpp: counts, grid) runs before the driver is touched.
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call);
+
+// Binaries are parsed once per content (SHA-256 of the bytes) and kept, least
+// recently used first out, up to these limits: parses are cheap to redo, and
+// a process that passes ever new binaries must not grow without bound.
+inline constexpr std::size_t kMaxParsedBinaries = 256;
+inline constexpr std::size_t kMaxParsedBinaryBytes = 16u << 20;  // entry names and parameters
+
+struct ParsedCacheInfo {
+  std::size_t entries = 0;
+  std::size_t bytes = 0;  // what the parsed binaries hold (see kMaxParsedBinaryBytes)
+  std::size_t max_entries = 0;
+  std::size_t max_bytes = 0;
+};
+ParsedCacheInfo parsed_cache_info();
 
 }  // namespace jk::cuda
