@@ -1,7 +1,8 @@
 // `_core.precompiled_cuda_kernel` (the engine behind
 // jitkernel.precompiled_cuda_kernel) and `_core.inspect_binary` /
 // `_core.check_binary_arch`, which expose the binary parsing and the
-// architecture check without a GPU. Inputs, outputs, streams and scalars go
+// architecture check without a GPU (and `_core._precompiled_cache_info`, the
+// parsed-binary cache's size, for tests). Inputs, outputs, streams and scalars go
 // through convert.hpp, the launch through the core; nothing is converted here
 // that another binding converts too.
 #include <string>
@@ -12,6 +13,7 @@
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "hooks.hpp"
+#include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/binary_image.hpp"
 #include "jitkernel/cuda/precompiled_kernel.hpp"
@@ -41,6 +43,30 @@ std::vector<Scalar> scalars_arg(nb::handle scalars) {
   return out;
 }
 
+// The SHA-256 the core keys binaries by, remembered for the last bytes object
+// passed: a loop that launches the same `bytes` hashes it once. Python bytes
+// are immutable, and the reference kept here keeps the object (so its
+// identity) alive. Runs with the GIL held.
+struct LastBinary {
+  nb::object bytes;
+  cache::Digest digest{};
+};
+
+LastBinary& last_binary() {
+  static auto* last = new LastBinary;  // its reference is dropped at exit (on_clear_caches)
+  return *last;
+}
+
+cache::Digest binary_digest(const nb::bytes& data) {
+  LastBinary& last = last_binary();
+  if (last.bytes.is(data)) return last.digest;
+  last.digest = cache::sha256(bytes_view(data));
+  last.bytes = nb::borrow(data);
+  return last.digest;
+}
+
+void drop_last_binary() { last_binary().bytes = nb::object(); }
+
 nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::handle inputs,
               nb::handle output_shapes, nb::handle output_dtypes, nb::handle scalars,
               nb::handle grid, nb::handle threadgroup, int shared_memory, nb::handle init_value,
@@ -48,6 +74,7 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
   cuda::PrecompiledCall pc;
   pc.name = name;
   pc.compiled_source.assign(compiled_source.c_str(), compiled_source.size());
+  pc.content_digest = binary_digest(compiled_source);
   pc.scalars = scalars_arg(scalars);
 
   CallInputs in{inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs};
@@ -106,6 +133,7 @@ nb::dict inspect(const nb::bytes& data) {
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
+  on_clear_caches(&drop_last_binary);
   m.def("precompiled_cuda_kernel", &call, "name"_a, "compiled_source"_a, "inputs"_a.none(),
         "output_shapes"_a.none(), "output_dtypes"_a.none(), "scalars"_a.none(), "grid"_a.none(),
         "threadgroup"_a.none(), "shared_memory"_a, "init_value"_a.none(),

@@ -33,9 +33,9 @@
 // their size whatever they hold: every read is bounds-checked, every sum or
 // product of numbers read from them is overflow-checked, every loop advances
 // through the input, names are views into it (never copied per section), and
-// the bytes read from sections and string tables add up to at most the size
-// of the file (a table whose sections overlap cannot make us read the same
-// bytes 65,535 times).
+// the bytes read from sections, like the names copied or hashed, add up to at
+// most the size of the file (a table whose sections overlap cannot make us
+// read the same bytes 65,535 times).
 #include "jitkernel/cuda/binary_image.hpp"
 
 #include <algorithm>

@@ -288,7 +288,8 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   // point, all before prepare_call has side effects (uploads, init_value
   // fills of outputs=): a call that cannot run changes nothing.
   const int device = validate_call(*args, args->launch);
-  const ContentKey key = content_key(call.compiled_source);
+  const ContentKey key =
+      call.content_digest ? *call.content_digest : content_key(call.compiled_source);
   std::shared_ptr<const BinaryImage> image = validate_binary(call, key);
   const Function& f = resolve(call, *image, key, device);
   if (f.driver_params) check_params(*f.driver_params, param_check(call));

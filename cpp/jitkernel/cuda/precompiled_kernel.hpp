@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/cuda/launch.hpp"
 
 namespace jk::cuda {
@@ -13,6 +15,9 @@ namespace jk::cuda {
 struct PrecompiledCall {
   std::string name;             // exact entry symbol
   std::string compiled_source;  // PTX text, cubin or fatbin bytes
+  // SHA-256 of compiled_source when the caller knows it (else computed): the
+  // key of every per-binary cache.
+  std::optional<cache::Digest> content_digest;
   CallArguments args;
   std::vector<Scalar> scalars;  // passed after input and output pointers
 };
