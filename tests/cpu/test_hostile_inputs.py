@@ -346,3 +346,33 @@ def test_many_short_lived_types_do_not_accumulate(tmp_path):
     [result] = run_together(MANY_TYPES, [dict(os.environ)], tmp_path)
     assert result["growth_kib"] < 10 * 1024, result  # 20,000 kept classes took ~50 MB
     assert result["cached"] is not None and result["cached"] < 100, result
+
+
+# --- jk.Array.__dlpack__ called by a consumer with malformed arguments ------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(dl_device=[2, 0]), dict(dl_device=(2,)), dict(dl_device=()), dict(dl_device=("2", 0)),
+    dict(dl_device=(2, None)), dict(max_version=[1, 0]), dict(max_version=()), dict(max_version=("1", 0)),
+    dict(stream=2**64), dict(stream=-2**70),
+], ids=lambda kw: repr(kw))
+def test_array_dlpack_rejects_malformed_arguments_with_standard_errors(kwargs):
+    import ctypes
+
+    memory = (ctypes.c_byte * 64)()
+    arr = _core._array_view_for_tests(ctypes.addressof(memory), [4], jk.float32, 0, 0)
+    with pytest.raises(Exception) as info:
+        arr.__dlpack__(**kwargs)
+    # What the DLPack protocol's consumers expect: TypeError / ValueError / BufferError, never std::bad_cast.
+    assert isinstance(info.value, (TypeError, ValueError, BufferError)), repr(info.value)
+    assert "__dlpack__" in str(info.value), repr(info.value)
+
+
+def test_array_dlpack_accepts_large_device_ids_and_versions_as_mismatches():
+    import ctypes
+
+    memory = (ctypes.c_byte * 64)()
+    arr = _core._array_view_for_tests(ctypes.addressof(memory), [4], jk.float32, 0, 0)
+    with pytest.raises(BufferError):
+        arr.__dlpack__(dl_device=(2, 2**70))
+    arr.__dlpack__(max_version=(2**70, 0), stream=-1)  # a newer consumer: a versioned capsule
