@@ -183,12 +183,14 @@ TypeInfo& classify(nb::handle obj, const char* argument, const ItemRef& where) {
 }
 
 // obj.<name>, or ArgumentTypeError naming `argument` when reading it raises.
+// (nanobind's attr() keeps the name's Python string: no string per call.)
 nb::object attr_of(nb::handle obj, const char* name, const char* argument, const ItemRef& where) {
-  PyObject* v = PyObject_GetAttrString(obj.ptr(), name);
-  if (v) return nb::steal(v);
-  nb::python_error e;
-  throw ArgumentTypeError(argument, where.prefix() + "reading its ." + name + " failed (" +
-                                        python_error_text(e) + ")");
+  try {
+    return obj.attr(name);
+  } catch (nb::python_error& e) {
+    throw ArgumentTypeError(argument, where.prefix() + "reading its ." + name + " failed (" +
+                                          python_error_text(e) + ")");
+  }
 }
 
 std::string count_noun(std::size_t n, const char* noun) {

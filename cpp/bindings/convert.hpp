@@ -169,6 +169,10 @@ template <typename Fn>
 void for_each_item(nb::handle seq, const char* argument, Fn&& fn) {
   PyObject* s = seq.ptr();
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+  if (PyTuple_Check(s)) {  // immutable: its items live as long as it does
+    for (Py_ssize_t i = 0; i < n; ++i) fn(static_cast<std::size_t>(i), nb::handle(PyTuple_GET_ITEM(s, i)));
+    return;
+  }
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (PySequence_Fast_GET_SIZE(s) != n) raise_sequence_changed(argument);
     nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(s, i));
