@@ -169,6 +169,19 @@ def test_clear_never_follows_links_out_of_the_folder(cache, reference, tmp_path)
     assert link.is_symlink() and entry_files(cache.folder) == [link]
 
 
+def test_subfolder_that_is_a_link_is_not_used(cache, reference, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o700)
+    cache.folder.mkdir(mode=0o700)
+    (cache.folder / "kernels").symlink_to(outside)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert compile_kernel(2) == reference[2]
+    found = cache_warnings(record)
+    assert len(found) == 1 and "symbolic link" in str(found[0].message), [str(w.message) for w in found]
+    assert list(outside.iterdir()) == [] and not jk.cache_info().enabled
+
+
 def test_command_line_reports_what_was_removed(cache, reference):
     record_like = cache.folder / "records" / ("d" * 64 + ".jkc")
     compile_kernel(2)
@@ -217,6 +230,16 @@ def test_toolkit_record_claiming_a_huge_payload_is_a_miss(tmp_path, reference):
     result = run_child(folder, memory_limit=2 << 30)
     assert result["shas"] == shas(reference, 2) and result["hits"] == 1
     assert record.stat().st_size < 1 << 20  # searched again and replaced
+
+
+def test_file_that_is_not_ours_does_not_block_stores(cache, reference):
+    """A file named like an entry but not in the entry format cannot be evicted, so it does not count either."""
+    cache.configure(JITKERNEL_CACHE_MAX_BYTES="64K")
+    foreign = cache.folder / "kernels" / ("e" * 64 + ".jkc")
+    foreign.parent.mkdir(parents=True, mode=0o700)
+    foreign.write_bytes(b"\0" * (100 << 10))
+    assert compile_kernel(2) == reference[2] and compile_kernel(3) == reference[3]
+    assert jk.cache_info().stores == 2 and foreign.stat().st_size == 100 << 10
 
 
 def test_entry_larger_than_the_cap_is_a_miss(cache, reference):

@@ -8,7 +8,8 @@
 // new file, both whole; eviction and clear unlink, which a reader that has the
 // file open does not notice and a reader that comes later sees as a miss. The
 // hit path is one open, fstat, two preads, a checksum and a futimens (the
-// mtime is the LRU clock); directory scans happen only after stores.
+// mtime is the LRU clock); directory listings happen only in stores (two, to
+// make room within the cap: make_room), info and clear.
 #include "jitkernel/cache/disk_cache.hpp"
 
 #include <dirent.h>
@@ -266,15 +267,15 @@ class Folder {
  public:
   Folder() = default;
   explicit Folder(const std::string& path)
-      : path_(path),
-        fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) {}
+      : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)),
+        error_(fd_ ? 0 : errno) {}
   bool ok() const { return static_cast<bool>(fd_); }
   int fd() const { return fd_.get(); }
-  const std::string& path() const { return path_; }
+  int error() const { return error_; }  // why it could not be opened
 
  private:
-  std::string path_;
   Fd fd_;
+  int error_ = 0;
 };
 
 // The cache's folders, in the order kEntries, kRecords.
@@ -349,7 +350,12 @@ std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
                                                           : a + b;
 }
 
-enum class Removal { Removed, Gone, Kept };
+enum class Removal {
+  Removed,
+  Gone,     // no longer there
+  NotOurs,  // a link, a folder, or a file that merely has one of our names
+  Kept,     // ours, but it could not be removed
+};
 
 // Unlinks `f` when it is ours: a temp file (by its name), or an entry file
 // that starts with the entry magic. Never a link, a folder, or a file of
@@ -362,17 +368,18 @@ Removal remove_ours(const Folder& folder, const CacheFile& f) {
       case OpenedAs::Missing:
         return errno == ENOENT ? Removal::Gone : Removal::Kept;
       case OpenedAs::NotAFile:
-        return Removal::Kept;
+        return Removal::NotOurs;
       case OpenedAs::File:
         break;
     }
     std::uint8_t first[kEntryMagicSize];
-    if (!read_at(fd.get(), first, sizeof(first), 0) || !has_entry_magic(first)) return Removal::Kept;
+    if (!read_at(fd.get(), first, sizeof(first), 0) || !has_entry_magic(first))
+      return Removal::NotOurs;
   } else {
     struct stat st;
     if (::fstatat(folder.fd(), f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return errno == ENOENT ? Removal::Gone : Removal::Kept;
-    if (!S_ISREG(st.st_mode)) return Removal::Kept;
+    if (!S_ISREG(st.st_mode)) return Removal::NotOurs;
   }
   if (::unlinkat(folder.fd(), f.name.c_str(), 0) == 0) return Removal::Removed;
   return errno == ENOENT ? Removal::Gone : Removal::Kept;  // another process removed it first
@@ -384,7 +391,8 @@ using FileId = std::pair<std::size_t, std::string>;
 // Unlinks entries among `files` (never temp files, never `keep`) until
 // `total` is at most `max_bytes` and the entries number at most
 // `max_entries`: `first` before any other (the entry a store is about to
-// replace), then the least recently used. Returns how many it unlinked.
+// replace), then the least recently used. A file found not to be ours stops
+// counting (it cannot be evicted). Returns how many it unlinked.
 std::uint64_t evict(const std::vector<Folder>& folders, std::vector<CacheFile> files,
                     std::uint64_t& total, std::uint64_t max_bytes, std::size_t max_entries,
                     const FileId& keep, const FileId& first) {
@@ -406,6 +414,7 @@ std::uint64_t evict(const std::vector<Folder>& folders, std::vector<CacheFile> f
         removed++;
         [[fallthrough]];
       case Removal::Gone:
+      case Removal::NotOurs:
         total -= std::min(total, f.size);
         entries--;
         break;
@@ -485,7 +494,7 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Ke
                   std::uint64_t& evictions, const char** what, int* error) {
   const Folder& folder = folders[into];
   *what = "opening the folder";
-  *error = ENOTDIR;
+  *error = folder.error();
   if (!folder.ok()) return Write::Failed;
   const std::uint64_t size = std::uint64_t(kEntryHeaderSize) + payload.size();
   const std::string temp = temp_name(key, size);
