@@ -41,8 +41,8 @@
 namespace jk::cache {
 namespace {
 
-constexpr const char* kEntrySuffix = ".jkc";
-constexpr const char* kTempSuffix = ".tmp";
+constexpr std::string_view kEntrySuffix = ".jkc";
+constexpr std::string_view kTempSuffix = ".tmp";
 // The subfolders holding everything the cache stores: entries (load /
 // store) and records (load_record / store_record). The cap counts both;
 // clear() empties both.
@@ -192,7 +192,7 @@ void entry_not_stored(const std::string& path, const std::string& what, int erro
                       "are still stored"}});
 }
 
-std::string entry_name(const Key& key) { return to_hex(key) + kEntrySuffix; }
+std::string entry_name(const Key& key) { return to_hex(key) + std::string(kEntrySuffix); }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -207,7 +207,8 @@ bool is_key_hex(std::string_view s) {
 
 // "<key hex>.jkc": an entry's (or record's) name.
 bool is_entry_name(std::string_view name) {
-  return ends_with(name, kEntrySuffix) && is_key_hex(name.substr(0, name.size() - 4));
+  return ends_with(name, kEntrySuffix) &&
+         is_key_hex(name.substr(0, name.size() - kEntrySuffix.size()));
 }
 
 // "<key hex>.<field>...<field>.tmp", fields of [0-9a-z]: a temp file's name
@@ -216,10 +217,11 @@ bool is_entry_name(std::string_view name) {
 bool is_temp_name(std::string_view name, std::uint64_t& reserved) {
   reserved = 0;
   const std::size_t key_size = 2 * std::tuple_size<Key>::value;
-  if (!ends_with(name, kTempSuffix) || name.size() < key_size + 2 + 4 ||
+  if (!ends_with(name, kTempSuffix) || name.size() < key_size + 2 + kTempSuffix.size() ||
       !is_key_hex(name.substr(0, key_size)) || name[key_size] != '.')
     return false;
-  std::string_view fields = name.substr(key_size + 1, name.size() - key_size - 1 - 4);
+  std::string_view fields =
+      name.substr(key_size + 1, name.size() - key_size - 1 - kTempSuffix.size());
   while (true) {
     const std::size_t dot = fields.find('.');
     const std::string_view field = fields.substr(0, dot);
@@ -257,7 +259,7 @@ std::string temp_name(const Key& key, std::uint64_t size) {
                 static_cast<unsigned long long>(process_random),
                 static_cast<unsigned long long>(counter++),
                 static_cast<unsigned long long>(size));
-  return to_hex(key) + suffix + kTempSuffix;
+  return to_hex(key) + suffix + std::string(kTempSuffix);
 }
 
 // A subfolder of the cache, opened as a directory without following a link
