@@ -22,7 +22,7 @@ import faulthandler
 import json
 import os
 import re
-import stat
+import shutil
 import struct
 import sys
 import traceback
@@ -107,6 +107,8 @@ def ndarray(dtype, shape, layout):
         dtype = ml_dtypes.bfloat16
     if shape == (0, 2**40):
         return np.empty(shape, dtype=np.float32)  # huge dims, no bytes
+    if len(shape) > 4:
+        layout = "c"  # strided over many dims would need 2**ndim times the memory
     if layout == "broadcast":
         return np.broadcast_to(np.zeros(shape[-1:] or (), dtype=dtype), shape)
     base = np.zeros(tuple(2 * d for d in shape) if layout == "strided" else shape, dtype=dtype,
@@ -175,7 +177,9 @@ HOSTILE_DLPACK = st.builds(M, st.just("hostile"), st.fixed_dictionaries(
               "__module__": st.sampled_from(MODULES)}))
 HOSTILE_ARRAY = st.one_of(hostile_array(), HOSTILE_DLPACK, HOSTILE_DLPACK)
 HOSTILE_ARRAY_SAFE = st.one_of(hostile_array(SAFE_ARRAY_INTERFACE), HOSTILE_DLPACK, HOSTILE_DLPACK)
-LYING_SEQ_LEN = st.sampled_from([0, 1, 5, 10**6, 2**40, -1, 2**70, RAISE, "x"])
+# Lengths a lying sequence reports: ints a __len__ may return (a negative or huge one is Python's own error), or
+# HostileError.
+LYING_SEQ_LEN = st.sampled_from([0, 1, 5, 10**6, 2**40, 2**62, RAISE])
 
 
 def seq_of(item, min_size=0, max_size=4):
@@ -332,6 +336,8 @@ extern "C" __global__ void copy2(const float* x, float* a, float* b, unsigned sh
   a[0] = x[0]; b[0] = x[0] + tag;
 }
 """
+# sm_N of a PTX .target: what inspect_binary reports must be that N (or an error), never another architecture.
+PTX_TARGETS = [90, 100, 52, 2**32 + 90, 2**31 + 90, 4294967386, 2**64 + 90, 10**30 + 90, 0, 9]
 ENTRY_NAMES = ["axpy", "copy2", "missing", "", "axpy\x00", "_Z4axpy", "a" * 1000]
 
 
@@ -600,9 +606,11 @@ def compile_cases(draw):
 
 @st.composite
 def precompiled_cases(draw):
-    which = draw(st.integers(0, 3))
+    which = draw(st.integers(0, 4))
     if which == 0:
         return (step("inspect_binary", (draw(BINARY),)),)
+    if which == 4:
+        return (step("ptx_target_check", (draw(st.sampled_from(PTX_TARGETS)),)),)
     if which == 1:
         cc = draw(st.tuples(st.integers(0, 13), st.integers(0, 9)))
         return (step("check_binary_arch", (draw(BINARY), cc)),)
@@ -633,8 +641,8 @@ def array_dtype_cases(draw):
     if which == 2:
         return (step("jk.Array", draw(POSITIONAL), draw(UNKNOWN_KWARGS)),)
     array = draw(DEVICE_ARRAY)
-    op = draw(st.sampled_from(["__dlpack__", "__dlpack_device__", "numpy", "__array__", "__cuda_array_interface__",
-                               "attributes", "np.asarray"]))
+    op = draw(st.sampled_from(["__dlpack__", "__dlpack__", "__dlpack__", "__dlpack_device__", "numpy", "__array__",
+                               "__cuda_array_interface__", "attributes", "np.asarray"]))
     kwargs = {}
     if op == "__dlpack__":
         kwargs = draw(st.fixed_dictionaries({}, optional={
@@ -744,6 +752,15 @@ def dtype_ops(d, other):
     return jk.dtype(d)
 
 
+def ptx_target_check(sm):
+    if not BINARIES:
+        setup_binaries()
+    ptx = re.sub(rb"\.target sm_\w+", f".target sm_{sm}".encode(), BINARIES["ptx"], count=1)
+    arch = inspect_binary(ptx)["arch"]
+    if arch != f"sm_{sm}":
+        raise Invariant(f"PTX with .target sm_{sm} was read as {arch!r}")
+
+
 def array_op(arr, op, **kwargs):
     if op == "attributes":
         return (arr.shape, arr.dtype, arr.device, arr.ndim, arr.size, arr.nbytes, repr(arr))
@@ -755,8 +772,9 @@ def array_op(arr, op, **kwargs):
 
 
 class CacheFuzz:
-    """The cache target's state: a private cache folder per process (made by the parent), the binaries a fresh
-    compile of each source gives, and a folder outside the cache whose files must survive whatever happens."""
+    """The cache target's state: a private cache folder (made by the parent), refilled before each case from a
+    snapshot of the entries of ``SOURCES`` (so a case is reproducible on its own), the binaries a fresh compile of
+    each source gives, and a file outside the folder that must survive whatever happens."""
 
     SOURCES = ['extern "C" __global__ void c0(float* x) { x[0] = 0; }',
                'extern "C" __global__ void c1(int* x) { x[0] = 1; }',
@@ -764,16 +782,24 @@ class CacheFuzz:
 
     def __init__(self):
         self.folder = os.environ["JITKERNEL_CACHE_DIR"]
-        self.victims = os.path.join(os.path.dirname(self.folder), os.path.basename(self.folder) + "-outside")
-        os.makedirs(self.victims, exist_ok=True)
-        self.victim = os.path.join(self.victims, "precious.txt")
-        with open(self.victim, "w") as f:
-            f.write("not jitkernel's")
+        self.outside = self.folder + "-outside"
+        self.pristine = self.folder + "-pristine"
+        os.makedirs(self.outside, exist_ok=True)
+        self.victim = os.path.join(self.outside, "precious.txt")
         self._set_env((None, "0"))
         self.fresh = [jk.compile_cuda(s) for s in self.SOURCES]
         self._set_env((None, None))
         for s in self.SOURCES:
             jk.compile_cuda(s)
+        shutil.copytree(self.folder, self.pristine, symlinks=True)
+        self.foreign = []
+
+    def reset(self):
+        shutil.rmtree(self.folder)
+        shutil.copytree(self.pristine, self.folder, symlinks=True)
+        os.chmod(self.folder, 0o700)
+        with open(self.victim, "w") as f:
+            f.write("not jitkernel's")
         self.foreign = []
 
     @staticmethod
@@ -856,6 +882,7 @@ class CacheFuzz:
             raise Invariant(f"files that are not cache entries were deleted: {gone}")
 
     def run(self, env, damage, action):
+        self.reset()
         self._set_env(env)
         for op in damage:
             self.damage(op)
@@ -888,7 +915,8 @@ def resolver():
     names = {"jk.cuda_kernel": jk.cuda_kernel, "jk.metal_kernel": jk.metal_kernel, "jk.MetalKernel": jk.MetalKernel,
              "jk.compile_cuda": jk.compile_cuda, "jk.precompiled_cuda_kernel": jk.precompiled_cuda_kernel,
              "jk.dtype": jk.dtype, "jk.Array": jk.Array, "inspect_binary": inspect_binary,
-             "check_binary_arch": check_binary_arch, "dtype_ops": dtype_ops, "array_op": array_op,
+             "check_binary_arch": check_binary_arch,
+             "ptx_target_check": ptx_target_check, "dtype_ops": dtype_ops, "array_op": array_op,
              "cache_case": cache_case}
     kernels = {}
 
@@ -929,11 +957,19 @@ def describe(steps) -> str:
     return text
 
 
+class HarnessError(Exception):
+    """Building a case's arguments failed: a bug of this file, which ends the child (and fails the test)."""
+
+
 def run_steps(steps, get):
     obj = None
     for name, args, kwargs in steps:
         fn = getattr(obj, name[1:]) if name.startswith(".") else get(name)
-        obj = fn(*build_all(args), **build_all(kwargs))
+        try:
+            args, kwargs = build_all(args), build_all(kwargs)
+        except Exception as e:
+            raise HarnessError(f"building the arguments of {name} failed: {e!r}") from e
+        obj = fn(*args, **kwargs)
     return obj
 
 
@@ -981,7 +1017,7 @@ def main():
             run_steps(steps, get)
         except BaseException as e:  # noqa: BLE001 - everything is recorded, nothing escapes to Hypothesis
             faulthandler.cancel_dump_traceback_later()
-            if isinstance(e, KeyboardInterrupt):
+            if isinstance(e, (KeyboardInterrupt, HarnessError)):
                 raise
             if allowed(e, steps):
                 if isinstance(e, HostileError):

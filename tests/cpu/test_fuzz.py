@@ -131,10 +131,13 @@ def _entry(text: str) -> str:
 
 
 def _signature(failure: dict) -> tuple:
-    """What makes two failures the same defect, for the report: where, what, and the message without numbers."""
+    """What makes two failures the same defect, for the report: the entry point (any of the test kernels), the
+    kind of failure, the exception type and its message without names and numbers."""
+    entry = re.sub(r"^K_\w+", "kernel", re.sub(r"^M_\w+", "metal_kernel", failure["entry"]))
     message = failure["message"] if failure["kind"] in ("exception", "invariant") else ""
     first = message.strip().splitlines()[0] if message.strip() else ""
-    return (failure["entry"], failure["kind"], failure["type"], re.sub(r"\d+", "N", first)[:120])
+    first = re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", first))
+    return (entry, failure["kind"], failure["type"], first[:120])
 
 
 @pytest.fixture(scope="module")
