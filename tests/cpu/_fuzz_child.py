@@ -614,7 +614,6 @@ def precompiled_cases(draw):
     if which == 1:
         cc = draw(st.tuples(st.integers(0, 13), st.integers(0, 9)))
         return (step("check_binary_arch", (draw(BINARY), cc)),)
-    in_names = ["x"]
     kwargs = {"name": draw(sometimes_bad(st.sampled_from(ENTRY_NAMES), st.one_of(NAME, JUNK))),
               "compiled_source": draw(BINARY_ARG),
               "inputs": draw(sometimes_bad(st.lists(VALID_ITEM, min_size=1, max_size=1),
@@ -627,7 +626,6 @@ def precompiled_cases(draw):
         "shared_memory": sometimes_bad(st.just(0), ANY_INT), "init_value": INIT_VALUE,
         "ensure_row_contiguous": sometimes_bad(st.booleans(), JUNK), "stream": STREAM,
         "outputs": per_output(["y"], DEVICE_ARRAY, OUTPUT_ITEM)})))
-    del in_names
     return (step("jk.precompiled_cuda_kernel", (), kwargs),)
 
 

@@ -130,11 +130,7 @@ def hostile(spec: dict):
             attrs[key] = (lambda v: lambda self, *a, **k: _answer(v))(value)
         else:  # shape, dtype, __array_interface__, __cuda_array_interface__, flags, cuda_stream, ptr, ...
             attrs[key] = property((lambda v: lambda self: _answer(v))(value))
-    cls = type("Hostile", (), attrs)
-    obj = cls()
-    if "__array_interface__" in spec:
-        _KEEP.append(obj)  # its data pointer points at _BUFFER, alive anyway
-    return obj
+    return type("Hostile", (), attrs)()
 
 
 class _HostileIndex:
