@@ -50,10 +50,13 @@ def names_arg(value, argument: str):
         return None
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ArgumentTypeError(argument, f"expected a list of names (strings), got {type(value).__name__}")
-    for i, name in enumerate(value):
+    # Read by iteration, never sized by len(): a list subclass may report any length (tuple(value) would
+    # allocate what it claims), and the names are the items iteration yields.
+    names = [name for name in value]
+    for i, name in enumerate(names):
         if not isinstance(name, str):
             raise ArgumentTypeError(argument, f"entry {i} must be a string, got {type(name).__name__} {name!r}")
-    return tuple(value)
+    return tuple(names)
 
 
 def str_arg(value, argument: str) -> str:

@@ -376,3 +376,18 @@ def test_array_dlpack_accepts_large_device_ids_and_versions_as_mismatches():
     with pytest.raises(BufferError):
         arr.__dlpack__(dl_device=(2, 2**70))
     arr.__dlpack__(max_version=(2**70, 0), stream=-1)  # a newer consumer: a versioned capsule
+
+
+class _LyingLength(list):
+    """A list whose len() claims far more items than it holds."""
+
+    def __len__(self):
+        return 2**62
+
+
+@pytest.mark.parametrize("argument", ["input_names", "output_names"])
+def test_names_whose_length_lies_are_read_by_their_items(argument):
+    names = {"input_names": ["a"], "output_names": ["out"]}
+    names[argument] = _LyingLength(names[argument])
+    k = jk.cuda_kernel("lying_names", source="out[0] = a[0];", **names)
+    assert k.entry_name(inputs=[np.zeros(2, np.float32)], output_dtypes=[np.float32]).startswith("custom_kernel_")
