@@ -390,4 +390,4 @@ def test_names_whose_length_lies_are_read_by_their_items(argument):
     names = {"input_names": ["a"], "output_names": ["out"]}
     names[argument] = _LyingLength(names[argument])
     k = jk.cuda_kernel("lying_names", source="out[0] = a[0];", **names)
-    assert k.entry_name(inputs=[np.zeros(2, np.float32)], output_dtypes=[np.float32]).startswith("custom_kernel_")
+    assert k.entry_name(inputs=[np.zeros(2, np.float32)], output_dtypes=[np.float32]).startswith("lying_names_")
