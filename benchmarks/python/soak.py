@@ -124,7 +124,8 @@ def main() -> int:
         rows.append(r)
         print(f"{config}: {r['calls']} calls in {r['seconds']:.1f} s; RSS {first[1]:.1f} -> {last[1]:.1f} MB, "
               f"device used {first[2]:.0f} -> {last[2]:.0f} MB, values {'ok' if r['values_ok'] else 'WRONG'}: "
-              f"{'pass' if r['pass'] else 'FAIL'}", flush=True)
+              f"{'pass' if r['pass'] else 'FAIL'}; RSS samples " + " ".join(f"{x[1]:.0f}" for x in r["samples"]),
+              flush=True)
     lines = ["# Soak: host RSS and device memory over many launches", "",
              f"Limits: RSS growth < {args.rss_limit_mb} MB, device growth < {args.device_limit_mb} MB between the "
              "first sample (after 5% warm-up calls) and the end.", "",

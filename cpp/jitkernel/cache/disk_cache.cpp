@@ -27,8 +27,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
