@@ -9,7 +9,8 @@
 #
 # Hardening steps (not in the default run; their output goes to $OUT/hardening.log):
 #   memcheck   the GPU tests under compute-sanitizer --tool memcheck (test_faults_gpu.py, whose kernels fault on
-#              purpose, and test_exit_gpu.py, which runs compute-sanitizer itself, excepted); must report 0 errors
+#              purpose, and test_exit_gpu.py, which runs compute-sanitizer itself, excepted); must report 0 errors.
+#              JK_MEMCHECK_TESTS (default tests/gpu) names the files, to split the slow run over two calls
 #   racecheck  the tests whose kernels use shared memory under --tool racecheck; 0 hazards
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
@@ -112,7 +113,8 @@ fi
 if wanted memcheck; then
   run_step memcheck 420 "$OUT/hardening.log" \
     "PATH=/usr/local/cuda/bin:\$PATH JITKERNEL_REQUIRE_GPU=1 $SANITIZER --tool memcheck $PY -m pytest -q -p no:cacheprovider \
-tests/gpu --ignore=tests/gpu/test_faults_gpu.py --ignore=tests/gpu/test_exit_gpu.py 2>&1 | grep -v '^=========     '"
+--durations=12 \${JK_MEMCHECK_TESTS:-tests/gpu} --ignore=tests/gpu/test_faults_gpu.py --ignore=tests/gpu/test_exit_gpu.py \
+2>&1 | grep -v '^=========     '"
 fi
 if wanted racecheck; then
   run_step racecheck 300 "$OUT/hardening.log" \
@@ -122,7 +124,8 @@ tests/gpu/test_precompiled_gpu.py 2>&1 | grep -v '^=========     '"
 fi
 SOAK_DIR=$(mktemp -d)
 if wanted soak; then
-  run_step soak 300 "$OUT/hardening.log" "$PY benchmarks/python/soak.py --out '$SOAK_DIR' --calls \${JK_SOAK_CALLS:-1000000}"
+  run_step soak 300 "$OUT/hardening.log" "$PY benchmarks/python/soak.py --out '$SOAK_DIR' --calls \${JK_SOAK_CALLS:-1000000} \
+\${JK_SOAK_CONFIGS:+--configs \$JK_SOAK_CONFIGS}"
 fi
 BENCH_DIR=$(mktemp -d)
 if wanted bench || wanted first; then
