@@ -6,7 +6,7 @@ live when the process ends (skipped where compute-sanitizer is not installed).
 compute-sanitizer runs with ``--show-backtrace device``: its host backtraces walk the Python stack and keep a
 reference to every Python frame they saw, so with them the script's module (and every object it holds) outlives the
 interpreter and everything looks leaked (measured: the module frame's reference count grows to 64 with no Python
-referrer). The frameworks' own caching pools (torch, CuPy) keep freed blocks until the process ends by design; the
+referrer). The frameworks' own caching pools (torch, CuPy's device and pinned host pools) keep freed blocks until the process ends by design; the
 script empties them after dropping its inputs, so that what the sanitizer still sees live is ours alone.
 """
 import os
@@ -62,7 +62,8 @@ for i in range(20):
     if i % 5 == 0:
         kept.append(o)          # alive until the interpreter's shutdown drops it
 jk.synchronize()
-assert float(np.asarray(kept[-1].cpu() if fw == "torch" else (kept[-1].get() if fw == "cupy" else kept[-1]))[3]) == 6
+last = kept[-1].cpu() if fw == "torch" else (kept[-1].get() if fw == "cupy" else kept[-1])
+assert float(np.asarray(last)[3]) == (12 if fw == "jkarray" else 6)   # jk.Array inputs are themselves doubled
 del a
 if drop:                        # the program drops its outputs itself; the kernel object stays
     del kept, o
@@ -70,6 +71,7 @@ gc.collect()
 if fw == "cupy":
     import cupy
     cupy.get_default_memory_pool().free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()
 if fw == "torch":
     import torch
     torch.cuda.synchronize()
