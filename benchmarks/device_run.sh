@@ -3,8 +3,19 @@
 # demo, the C++ benchmarks and the Python launch benchmark, then write $OUT/summary.md. Run from the
 # repository root with $OUT set (default ./.device_out):
 #
-#   bash benchmarks/device_run.sh                 # every step: info build tests demo cpp bench first
+#   bash benchmarks/device_run.sh                 # the default steps: info build tests demo cpp bench first
 #   bash benchmarks/device_run.sh tests bench     # only these steps (after an earlier build in the same machine)
+#   bash benchmarks/device_run.sh build tests memcheck racecheck soak   # the hardening run
+#
+# Hardening steps (not in the default run; their output goes to $OUT/hardening.log):
+#   memcheck   the GPU tests under compute-sanitizer --tool memcheck (test_faults_gpu.py, whose kernels fault on
+#              purpose, and test_exit_gpu.py, which runs compute-sanitizer itself, excepted); must report 0 errors.
+#              JK_MEMCHECK_TESTS (default tests/gpu) names the files, to split the slow run over two calls
+#   racecheck  the tests whose kernels use shared memory under --tool racecheck; 0 hazards
+#   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
+#              allocated and given), host RSS and device memory sampled: flat
+# Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
+# keep references to the Python frames they walk, so objects outlive the interpreter under them.
 #
 # Each step has a time limit and the run keeps going after a failing step; the whole run stays inside
 # JK_BUDGET_S seconds (default 480) so the summary is always written. JK_COMMIT names the commit when the
@@ -20,9 +31,10 @@ START=$(date +%s)
 DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
-ALL_STEPS=(info build tests demo cpp bench first)
+DEFAULT_STEPS=(info build tests demo cpp bench first)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" memcheck racecheck soak)
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=("${ALL_STEPS[@]}")
+[ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
   case " ${ALL_STEPS[*]} " in *" $s "*) ;; *) echo "unknown step '$s'; steps: ${ALL_STEPS[*]}" >&2; exit 2 ;; esac
 done
@@ -93,6 +105,27 @@ cmake -S . -B \$d \$gen -DCMAKE_BUILD_TYPE=Release -DJITKERNEL_BUILD_PYTHON=OFF 
 >\$d.configure.log 2>&1 || { cat \$d.configure.log; exit 1; }; grep 'jitkernel benchmarks' \$d.configure.log; \
 cmake --build \$d --target jitkernel_bench -j \$(nproc) >\$d.build.log 2>&1 || { tail -n 60 \$d.build.log; exit 1; }; \
 eval \"\$($PY benchmarks/cpp/toolkit_env.py)\"; \$d/benchmarks/cpp/jitkernel_bench"
+fi
+SANITIZER="compute-sanitizer --show-backtrace device --target-processes application-only --error-exitcode 3"
+if wanted memcheck || wanted racecheck || wanted soak; then
+  rm -f "$OUT/hardening.log"
+fi
+if wanted memcheck; then
+  run_step memcheck 420 "$OUT/hardening.log" \
+    "PATH=/usr/local/cuda/bin:\$PATH JITKERNEL_REQUIRE_GPU=1 $SANITIZER --tool memcheck $PY -m pytest -q -p no:cacheprovider \
+--durations=12 \${JK_MEMCHECK_TESTS:-tests/gpu} --ignore=tests/gpu/test_faults_gpu.py --ignore=tests/gpu/test_exit_gpu.py \
+2>&1 | grep -v '^=========     '"
+fi
+if wanted racecheck; then
+  run_step racecheck 300 "$OUT/hardening.log" \
+    "PATH=/usr/local/cuda/bin:\$PATH JITKERNEL_REQUIRE_GPU=1 $SANITIZER --tool racecheck $PY -m pytest -q -p no:cacheprovider \
+tests/gpu/test_softmax_gpu.py tests/gpu/test_cooperative_groups_gpu.py tests/gpu/test_launch_gpu.py \
+tests/gpu/test_precompiled_gpu.py 2>&1 | grep -v '^=========     '"
+fi
+SOAK_DIR=$(mktemp -d)
+if wanted soak; then
+  run_step soak 300 "$OUT/hardening.log" "$PY benchmarks/python/soak.py --out '$SOAK_DIR' --calls \${JK_SOAK_CALLS:-1000000} \
+\${JK_SOAK_CONFIGS:+--configs \$JK_SOAK_CONFIGS}"
 fi
 BENCH_DIR=$(mktemp -d)
 if wanted bench || wanted first; then
@@ -175,6 +208,16 @@ $(grep -c ' ERROR' "$OUT/pytest.log") errors, $(grep -c ' SKIPPED' "$OUT/pytest.
     grep -v -E "^\*\*\*WARNING|^-+$" "$OUT/cpp_bench.log" | tail -n 30
     echo '```'
     echo
+  fi
+  if [ -f "$OUT/hardening.log" ]; then
+    echo "## Hardening (compute-sanitizer, soak)"
+    echo
+    echo '```'
+    grep -E "^=== (memcheck|racecheck|soak)|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY| passed| failed|calls in" \
+      "$OUT/hardening.log" | tail -n 30
+    echo '```'
+    echo
+    [ -f "$SOAK_DIR/soak.md" ] && sed -e 's/^# /### /' "$SOAK_DIR/soak.md" && echo
   fi
   for table in bench_launch bench_first_call; do
     if [ -f "$BENCH_DIR/$table.md" ]; then

@@ -3,6 +3,7 @@
 // __cuda_array_interface__ v3, and copies to NumPy.
 #include "array.hpp"
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,13 +28,24 @@ nb::tuple shape_tuple(const ArrayView& v) {
 }
 
 // __dlpack__'s `stream`: None -> legacy default, 1 legacy, 2 per-thread,
-// -1 no synchronisation, other values are stream handles.
+// -1 no synchronisation, other values are stream handles (below 2**64).
 std::optional<std::uintptr_t> consumer_stream(nb::handle stream) {
   if (stream.is_none()) return std::uintptr_t{0};
   if (PyBool_Check(stream.ptr()) || !PyLong_Check(stream.ptr()))
     throw nb::type_error("__dlpack__: stream must be None or an int");
-  long long value = PyLong_AsLongLong(stream.ptr());
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
   if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow > 0) {
+    const unsigned long long handle = PyLong_AsUnsignedLongLong(stream.ptr());
+    if ((handle == static_cast<unsigned long long>(-1) && PyErr_Occurred()) ||
+        handle > std::numeric_limits<std::uintptr_t>::max()) {
+      PyErr_Clear();
+      throw nb::value_error("__dlpack__: a stream handle must be below 2**64");
+    }
+    return static_cast<std::uintptr_t>(handle);
+  }
+  if (overflow < 0) value = -2;  // reported below
   if (value == -1) return std::nullopt;
   if (value == 0)
     throw nb::value_error("__dlpack__: stream=0 is ambiguous in DLPack; pass 1 for the legacy "
@@ -42,13 +54,30 @@ std::optional<std::uintptr_t> consumer_stream(nb::handle stream) {
   return value == 1 ? 0 : static_cast<std::uintptr_t>(value);
 }
 
+// Item i of a tuple as an int (clamped to long long's range); TypeError
+// with `message` for anything else, and never a read past the tuple's end.
+long long tuple_int(nb::handle t, Py_ssize_t i, const char* message) {
+  if (!PyTuple_Check(t.ptr()) || PyTuple_GET_SIZE(t.ptr()) <= i) throw nb::type_error(message);
+  PyObject* item = PyTuple_GET_ITEM(t.ptr(), i);
+  if (PyBool_Check(item) || !PyLong_Check(item)) throw nb::type_error(message);
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(item, &overflow);
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow != 0)
+    return overflow > 0 ? std::numeric_limits<long long>::max() : std::numeric_limits<long long>::min();
+  return x;
+}
+
 nb::object dlpack_method(const PyArray& self, nb::handle stream, nb::handle max_version,
                          nb::handle dl_device, nb::handle copy) {
   const ArrayView& v = self.array.view;
   if (!dl_device.is_none()) {
-    auto dev = nb::cast<nb::tuple>(dl_device);
-    if (dev.size() != 2 || nb::cast<int>(dev[0]) != dlpack::kCUDA ||
-        nb::cast<int>(dev[1]) != v.device)
+    static const char* const expected =
+        "__dlpack__: dl_device must be a (device_type, device_id) tuple of two ints";
+    if (!PyTuple_Check(dl_device.ptr()) || PyTuple_GET_SIZE(dl_device.ptr()) != 2)
+      throw nb::type_error(expected);
+    if (tuple_int(dl_device, 0, expected) != dlpack::kCUDA ||
+        tuple_int(dl_device, 1, expected) != v.device)
       throw nb::buffer_error(("__dlpack__: the array is on CUDA device " +
                               std::to_string(v.device) + " and can only be exported there")
                                  .c_str());
@@ -57,10 +86,9 @@ nb::object dlpack_method(const PyArray& self, nb::handle stream, nb::handle max_
     throw nb::buffer_error("__dlpack__: jitkernel arrays are exported without copying; "
                            "copy=True is not supported");
   bool versioned = false;
-  if (!max_version.is_none()) {
-    auto mv = nb::cast<nb::tuple>(max_version);
-    versioned = mv.size() >= 1 && nb::cast<int>(mv[0]) >= 1;
-  }
+  if (!max_version.is_none())
+    versioned = tuple_int(max_version, 0, "__dlpack__: max_version must be a (major, minor) tuple of "
+                                          "ints") >= 1;
   auto consumer = consumer_stream(stream);
   if (consumer && *consumer != self.stream) {
     cuda::stream_wait(v.device, reinterpret_cast<cuda::CUstream>(*consumer),

@@ -4,9 +4,11 @@
 // it), and internal helpers the tests use (SHA-256, compile keys, reset).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -110,10 +112,15 @@ void bind(nb::module_& m) {
   m.def(
       "_cache_clear",
       [] {
-        nb::gil_scoped_release unlocked;
-        return cache::clear();
+        cache::Cleared cleared;
+        {
+          nb::gil_scoped_release unlocked;
+          cleared = cache::clear();
+        }
+        return std::make_pair(cleared.entries, cleared.records);
       },
-      "Removes every compile cache entry; returns how many were removed.");
+      "Removes jitkernel's entries and records from the compile cache folder; returns how many "
+      "(entries, records) were removed.");
   m.def("_cache_path", &cache::configured_directory,
         "The compile cache folder the configuration names (used or not).");
   m.def("_cache_active_directory", &cache::active_directory,

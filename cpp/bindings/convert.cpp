@@ -39,6 +39,11 @@ struct TypeInfo {
   Framework framework = Framework::Other;
   std::int8_t versioned_dlpack = -1;  // __dlpack__(max_version=) accepted: -1 unknown, 0 no, 1 yes
   const dlpack::ExchangeAPI* exchange = nullptr;  // torch tensors: the type's DLPack C exchange API
+  // A weak reference to the type whose callback drops this entry when the
+  // type dies, so that the cache holds only live types (and a type's address,
+  // once freed, never finds another type's entry). Null: a strong reference
+  // instead (only if the weak one could not be made).
+  PyObject* watch = nullptr;
 };
 
 namespace {
@@ -76,9 +81,44 @@ struct FrameworkCache {
   nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
 };
 
+// Every live type seen as an argument (entries leave with their types; see
+// TypeInfo::watch). Node-based: a TypeInfo& stays valid until its own type dies.
 std::unordered_map<PyTypeObject*, TypeInfo>& type_cache() {
-  static auto* cache = new std::unordered_map<PyTypeObject*, TypeInfo>();  // strong refs on keys
+  static auto* cache = new std::unordered_map<PyTypeObject*, TypeInfo>();
   return *cache;
+}
+
+void release_entry(PyTypeObject* tp, TypeInfo& info) {
+  if (info.watch)
+    Py_DECREF(info.watch);
+  else
+    Py_DECREF(reinterpret_cast<PyObject*>(tp));
+}
+
+// The weak reference's callback; `self` is the type's address as an int.
+PyObject* drop_dead_type(PyObject* self, PyObject* /*weakref*/) {
+  auto* tp = static_cast<PyTypeObject*>(PyLong_AsVoidPtr(self));
+  auto& cache = type_cache();
+  auto it = cache.find(tp);
+  if (it != cache.end() && it->second.watch) {
+    PyObject* watch = it->second.watch;
+    cache.erase(it);
+    Py_DECREF(watch);  // the weakref may go now: CPython holds what it still needs
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef kDropDeadType = {"_drop_dead_type", &drop_dead_type, METH_O, nullptr};
+
+// A weak reference to `tp` that removes its entry when `tp` dies, or null.
+PyObject* watch_type(PyTypeObject* tp) {
+  PyObject* address = PyLong_FromVoidPtr(tp);
+  PyObject* callback = address ? PyCFunction_New(&kDropDeadType, address) : nullptr;
+  Py_XDECREF(address);
+  PyObject* ref = callback ? PyWeakref_NewRef(reinterpret_cast<PyObject*>(tp), callback) : nullptr;
+  Py_XDECREF(callback);
+  if (!ref) PyErr_Clear();
+  return ref;
 }
 
 FrameworkCache& framework_cache() {
@@ -88,46 +128,69 @@ FrameworkCache& framework_cache() {
 
 void clear_convert_caches() {
   auto& types = type_cache();
-  for (auto& entry : types) Py_DECREF(reinterpret_cast<PyObject*>(entry.first));
+  auto entries = std::move(types);  // releasing may run callbacks that look in the cache
   types.clear();
+  for (auto& [tp, info] : entries) release_entry(tp, info);
   framework_cache() = FrameworkCache();
 }
 
-TypeInfo& classify(nb::handle obj) {
-  PyTypeObject* tp = Py_TYPE(obj.ptr());
-  auto& cache = type_cache();
-  auto it = cache.find(tp);
-  if (it != cache.end()) return it->second;
-  nb::tuple r = nb::cast<nb::tuple>(
-      hook(hooks().classify_type, "classify_type")(nb::handle(reinterpret_cast<PyObject*>(tp))));
-  TypeInfo info;
-  info.kind = kind_from(nb::cast<std::string>(r[0]));
-  info.framework = framework_from(nb::cast<std::string>(r[1]));
-  if (info.kind == Kind::TorchTensor)
-    info.exchange = exchange_api_of(nb::handle(reinterpret_cast<PyObject*>(tp)));
-  Py_INCREF(reinterpret_cast<PyObject*>(tp));
-  return cache.emplace(tp, info).first->second;
-}
-
-std::string py_type_name(nb::handle obj) {
-  nb::handle tp = obj.type();
-  std::string qual = nb::hasattr(tp, "__qualname__")
-                         ? nb::cast<std::string>(nb::str(tp.attr("__qualname__")))
-                         : std::string(Py_TYPE(obj.ptr())->tp_name);
-  std::string mod = nb::hasattr(tp, "__module__")
-                        ? nb::cast<std::string>(nb::str(tp.attr("__module__")))
-                        : std::string();
-  return mod.empty() || mod == "builtins" ? qual : mod + "." + qual;
-}
-
 std::string python_error_text(nb::python_error& e) {
-  std::string text = nb::cast<std::string>(nb::str(e.value()));
-  std::string name = nb::cast<std::string>(nb::str(e.type().attr("__name__")));
+  std::string name = reinterpret_cast<PyTypeObject*>(e.type().ptr())->tp_name;
+  std::string text;
+  if (PyObject* str = PyObject_Str(e.value().ptr())) {
+    if (const char* c = PyUnicode_AsUTF8(str)) text = c;
+    Py_DECREF(str);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  if (text.size() > 300) text = text.substr(0, 300) + "...";
   return text.empty() ? name : name + ": " + text;
 }
 
-nb::handle seq_item(nb::handle seq, std::size_t i) {
-  return PyList_Check(seq.ptr()) ? PyList_GET_ITEM(seq.ptr(), i) : PyTuple_GET_ITEM(seq.ptr(), i);
+// What `_arrays.classify_type` says objects of this type are; entered into
+// the cache once per type.
+[[gnu::noinline]] TypeInfo& classify_new(nb::handle obj, const char* argument, const ItemRef& where) {
+  PyTypeObject* tp = Py_TYPE(obj.ptr());
+  nb::handle type(reinterpret_cast<PyObject*>(tp));
+  nb::object r;
+  try {
+    r = hook(hooks().classify_type, "classify_type")(type);
+  } catch (nb::python_error& e) {
+    throw ArgumentTypeError(argument, where.prefix() + "cannot tell what a " + type_text(obj) +
+                                          " is (" + python_error_text(e) + ")");
+  }
+  PyObject* t = r.ptr();
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
+      !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
+    throw std::runtime_error("jitkernel: _arrays.classify_type returned no (kind, framework) pair");
+  TypeInfo info;
+  info.kind = kind_from(nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(t, 0))));
+  info.framework = framework_from(nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(t, 1))));
+  if (info.kind == Kind::TorchTensor) info.exchange = exchange_api_of(type);
+  // The hook ran Python code, which may have classified this type already.
+  auto& cache = type_cache();
+  auto it = cache.find(tp);
+  if (it != cache.end()) return it->second;
+  info.watch = watch_type(tp);
+  if (!info.watch) Py_INCREF(type.ptr());
+  return cache.emplace(tp, info).first->second;
+}
+
+TypeInfo& classify(nb::handle obj, const char* argument, const ItemRef& where) {
+  auto& cache = type_cache();
+  auto it = cache.find(Py_TYPE(obj.ptr()));
+  if (it != cache.end()) return it->second;
+  return classify_new(obj, argument, where);
+}
+
+// obj.<name>, or ArgumentTypeError naming `argument` when reading it raises.
+// (nanobind's attr() keeps the name's Python string: no string per call.)
+nb::object attr_of(nb::handle obj, const char* name, const char* argument, const ItemRef& where) {
+  try {
+    return obj.attr(name);
+  } catch (nb::python_error& e) {
+    throw ArgumentTypeError(argument, where.prefix() + "reading its ." + name + " failed (" +
+                                          python_error_text(e) + ")");
+  }
 }
 
 std::string count_noun(std::size_t n, const char* noun) {
@@ -148,7 +211,7 @@ std::string joined(const std::vector<std::string>& names) {
 ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where) {
   ArrayView v;
   v.device = kHostDevice;
-  v.dtype = dtype_arg(arr.attr("dtype"), argument, where);
+  v.dtype = dtype_arg(attr_of(arr, "dtype", argument, where), argument, where);
   const auto itemsize = static_cast<std::int64_t>(dtype_size(v.dtype));
   auto byte_strides = [&](std::int64_t bytes) {
     if (bytes % itemsize != 0)
@@ -172,18 +235,35 @@ ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where)
     return v;
   }
   PyErr_Clear();
-  nb::dict ai = nb::cast<nb::dict>(arr.attr("__array_interface__"));
-  nb::tuple data = nb::cast<nb::tuple>(ai["data"]);
-  v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
-  nb::tuple shape = nb::cast<nb::tuple>(ai["shape"]);
-  v.shape.reserve(shape.size());
-  for (nb::handle s : shape) v.shape.push_back(nb::cast<std::int64_t>(s));
-  nb::object strides = ai.contains("strides") ? nb::object(ai["strides"]) : nb::none();
+  nb::object ai = attr_of(arr, "__array_interface__", argument, where);
+  auto entry = [&](const char* key) {
+    PyObject* e = PyDict_Check(ai.ptr()) ? PyDict_GetItemString(ai.ptr(), key) : nullptr;
+    return e ? nb::borrow(e) : nb::none();
+  };
+  auto malformed = [&](const char* what) {
+    return ArgumentTypeError(argument, where.prefix() + "its __array_interface__ is malformed (" +
+                                           what + ")");
+  };
+  nb::object data = entry("data");
+  std::int64_t address = 0;
+  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) < 1 ||
+      int_value(PyTuple_GET_ITEM(data.ptr(), 0), &address) != IntResult::Ok || address < 0)
+    throw malformed("'data' must be a (pointer, read_only) tuple");
+  v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
+  shape_into(entry("shape"), argument, where, v.shape, "__array_interface__['shape']");
+  nb::object strides = entry("strides");
   if (strides.is_none()) {
     v.strides = row_major_strides(v.shape);
-  } else {
-    for (nb::handle s : nb::cast<nb::tuple>(strides)) v.strides.push_back(byte_strides(nb::cast<std::int64_t>(s)));
+    return v;
   }
+  if (!(PyTuple_Check(strides.ptr()) || PyList_Check(strides.ptr())) ||
+      static_cast<std::size_t>(PySequence_Fast_GET_SIZE(strides.ptr())) != v.shape.size())
+    throw malformed("'strides' must be None or one int per dimension");
+  for_each_item(strides, argument, [&](std::size_t, nb::handle s) {
+    std::int64_t bytes = 0;
+    if (int_value(s, &bytes) != IntResult::Ok) throw malformed("'strides' must be ints");
+    v.strides.push_back(byte_strides(bytes));
+  });
   return v;
 }
 
@@ -225,14 +305,30 @@ ImportedTensor dlpack_import(nb::handle obj, TypeInfo& info, std::optional<std::
   return import_capsule(capsule, borrowed.imports.back(), argument, where);
 }
 
+// __dlpack_device__() as (device_type, device_id): a tuple of two ints, each
+// in 0..2**31-1 (DLDevice's int32 fields).
 std::pair<int, int> dlpack_device(nb::handle obj, const char* argument, const ItemRef& where) {
+  nb::object dev;
   try {
-    nb::tuple dev = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
-    return {nb::cast<int>(dev[0]), nb::cast<int>(dev[1])};
+    dev = obj.attr("__dlpack_device__")();
   } catch (nb::python_error& e) {
     throw ArgumentError(argument, where.prefix() + "__dlpack_device__() failed (" +
                                       python_error_text(e) + ")");
   }
+  auto complaint = [&] {
+    return where.prefix() + "__dlpack_device__() returned " + repr_text(dev) +
+           "; expected a (device_type, device_id) tuple of two ints";
+  };
+  PyObject* t = dev.ptr();
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) throw ArgumentTypeError(argument, complaint());
+  std::int64_t v[2];
+  for (Py_ssize_t i = 0; i < 2; ++i) {
+    const IntResult r = int_value(PyTuple_GET_ITEM(t, i), &v[i]);
+    if (r == IntResult::NotInt) throw ArgumentTypeError(argument, complaint());
+    if (r == IntResult::Overflow || v[i] < 0 || v[i] > std::numeric_limits<std::int32_t>::max())
+      throw ArgumentError(argument, complaint() + " in 0..2**31-1");
+  }
+  return {static_cast<int>(v[0]), static_cast<int>(v[1])};
 }
 
 // Tensor.is_neg(t), through the cached unbound method (no bound-method object per call).
@@ -341,13 +437,14 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
                          ArrayView* host_view, bool* is_host) {
   *is_host = false;
   if (is_jk_array(item)) {
-    pending.push_back({index, item, nullptr, jk_array_ptr(item)->array.view.device});
+    pending.push_back({index, nb::borrow(item), nullptr, jk_array_ptr(item)->array.view.device});
     return Framework::JitKernel;
   }
-  TypeInfo& info = classify(item);
+  TypeInfo& info = classify(item, argument, where);
   switch (info.kind) {
     case Kind::NumpyArray:
       *host_view = numpy_view(item, argument, where);
+      borrowed.objects.push_back(nb::borrow(item));  // the view reads its memory
       *is_host = true;
       return Framework::None;
     case Kind::HostArray: {
@@ -355,7 +452,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       try {
         arr = hook(hooks().host_array, "host_array")(item);
       } catch (nb::python_error& e) {
-        throw ArgumentTypeError(argument, where.prefix() + "cannot read " + py_type_name(item) +
+        throw ArgumentTypeError(argument, where.prefix() + "cannot read " + type_text(item) +
                                               " as an array (" + python_error_text(e) + ")");
       }
       *host_view = numpy_view(arr, argument, where);
@@ -377,12 +474,12 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
         if (info.exchange->dltensor_from_py_object_no_sync(item.ptr(), &dl) != 0) {
           PyErr_Clear();
         } else if (dl.device.device_type == dlpack::kCUDA) {
-          pending.push_back({index, item, &info, dl.device.device_id, true, dl});
+          pending.push_back({index, nb::borrow(item), &info, dl.device.device_id, true, dl});
           return Framework::Torch;
         }
       }
       if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
-        pending.push_back({index, item, &info, nb::cast<int>(item.attr("get_device")())});
+        pending.push_back({index, nb::borrow(item), &info, nb::cast<int>(item.attr("get_device")())});
         return Framework::Torch;
       }
     }
@@ -390,7 +487,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
     case Kind::DLPack: {
       auto [type, id] = dlpack_device(item, argument, where);
       if (type == dlpack::kCUDA || type == dlpack::kCUDAManaged) {
-        pending.push_back({index, item, &info, id});
+        pending.push_back({index, nb::borrow(item), &info, id});
         return info.framework == Framework::None ? Framework::Other : info.framework;
       }
       // Host memory, or a device jitkernel rejects: import_capsule says which.
@@ -404,7 +501,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
           argument, where.prefix() + "expected an array (anything with __dlpack__: PyTorch, "
                                      "CuPy, JAX, jitkernel; or a NumPy array)" +
                         (std::string(argument) == "inputs" ? " or a Python scalar" : "") +
-                        ", got " + py_type_name(item));
+                        ", got " + type_text(item));
   }
 }
 
@@ -438,12 +535,6 @@ ArrayView& array_slot(cuda::KernelInput& slot) {
   return std::get<ArrayView>(slot);
 }
 
-template <typename Fn>
-void for_each_item(nb::handle seq, Fn&& fn) {
-  const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(seq.ptr()));
-  for (std::size_t i = 0; i < n; ++i) fn(i, seq_item(seq, i));
-}
-
 }  // namespace
 
 // The exchange API of the first pending torch tensor that came through it.
@@ -459,7 +550,7 @@ const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& p
 std::size_t sequence_arg(nb::handle value, const char* argument, const char* expected) {
   if (!value.is_valid() || !(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
     throw ArgumentTypeError(argument, std::string("expected ") + expected + ", got " +
-                                          (value.is_valid() ? py_type_name(value) : "nothing"));
+                                          (value.is_valid() ? type_text(value) : "nothing"));
   return static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
 }
 
@@ -493,91 +584,107 @@ Dim3 dim3_arg(nb::handle value, const char* argument) {
     throw ArgumentError(argument, std::string("expected ") + expected + ", got " +
                                       count_noun(n, "value"));
   std::int64_t v[3];
-  for (std::size_t i = 0; i < 3; ++i) {
-    nb::handle item = seq_item(value, i);
+  for_each_item(value, argument, [&](std::size_t i, nb::handle item) {
     IntResult r = int_value(item, &v[i]);
     if (r == IntResult::NotInt)
       throw ArgumentTypeError(argument, std::string("expected ") + expected + "; entry " +
-                                            std::to_string(i) + " is " + py_type_name(item));
+                                            std::to_string(i) + " is " + type_text(item));
     if (r == IntResult::Overflow || v[i] <= 0)
       throw ArgumentError(argument, std::string("expected ") + expected + "; entry " +
                                         std::to_string(i) + " is " +
-                                        nb::cast<std::string>(nb::repr(item)));
-  }
+                                        repr_text(item));
+  });
   return Dim3{v[0], v[1], v[2]};
 }
 
-std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where) {
+std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where,
+                                    const char* attr) {
   std::vector<std::int64_t> shape;
-  shape_into(value, argument, where, shape);
+  shape_into(value, argument, where, shape, attr);
   return shape;
 }
 
 void shape_into(nb::handle value, const char* argument, const ItemRef& where,
-                std::vector<std::int64_t>& shape) {
+                std::vector<std::int64_t>& shape, const char* attr) {
   if (!(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
-    throw ArgumentTypeError(argument, where.prefix() + "a shape must be a tuple or list of "
-                                                       "non-negative ints, got " +
-                                          py_type_name(value));
+    throw ArgumentTypeError(argument, where.prefix() + (attr ? std::string(attr) + " must" : "a shape must") +
+                                          " be a tuple or list of non-negative ints, got " +
+                                          (attr ? repr_text(value) : type_text(value)));
+  auto dim = [&](std::size_t i) {
+    return attr ? std::string(attr) + "[" + std::to_string(i) + "]" : "dimension " + std::to_string(i);
+  };
   shape.clear();
-  const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
   std::int64_t total = 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    nb::handle item = seq_item(value, i);
+  for_each_item(value, argument, [&](std::size_t i, nb::handle item) {
     std::int64_t d = 0;
     IntResult r = int_value(item, &d);
     if (r == IntResult::NotInt)
-      throw ArgumentTypeError(argument, where.prefix() + "dimension " + std::to_string(i) +
-                                            " must be an int, got " + py_type_name(item));
+      throw ArgumentTypeError(argument, where.prefix() + dim(i) + " must be an int, got " +
+                                            type_text(item));
     if (r == IntResult::Overflow || d < 0)
-      throw ArgumentError(argument, where.prefix() + "dimension " + std::to_string(i) + " is " +
-                                        nb::cast<std::string>(nb::repr(item)) +
+      throw ArgumentError(argument, where.prefix() + dim(i) + " is " + repr_text(item) +
                                         "; dimensions must be non-negative ints");
     if (d != 0 && total > std::numeric_limits<std::int64_t>::max() / 16 / d)
       throw ArgumentError(argument, where.prefix() + "the shape has too many elements");
     total *= d;
     shape.push_back(d);
-  }
+  });
 }
 
 std::optional<double> init_value_arg(nb::handle value) {
   if (!value.is_valid() || value.is_none()) return std::nullopt;
   PyObject* o = value.ptr();
   bool real = PyFloat_Check(o) || PyLong_Check(o);  // bool included
-  if (!real && !is_jk_array(value) && classify(value).kind == Kind::NumpyScalar) {
+  if (!real && !is_jk_array(value) &&
+      classify(value, "init_value", ItemRef{}).kind == Kind::NumpyScalar) {
     // NumPy bool/int/float scalars and ml_dtypes floats (kind 'V'), not complex.
-    std::string kind = nb::cast<std::string>(value.attr("dtype").attr("kind"));
-    real = kind == "b" || kind == "i" || kind == "u" || kind == "f" || kind == "V";
+    nb::object kind = attr_of(attr_of(value, "dtype", "init_value", ItemRef{}), "kind", "init_value",
+                              ItemRef{});
+    const char* k = PyUnicode_Check(kind.ptr()) ? PyUnicode_AsUTF8(kind.ptr()) : nullptr;
+    if (!k) PyErr_Clear();
+    real = k && k[0] != 0 && k[1] == 0 && std::strchr("biufV", k[0]) != nullptr;
   }
   if (!real)
     throw ArgumentTypeError("init_value", "expected a number (the value every output is filled "
                                           "with) or None, got " +
-                                              py_type_name(value));
+                                              type_text(value));
   double d = PyFloat_AsDouble(o);
   if (d == -1.0 && PyErr_Occurred()) {
     PyErr_Clear();
-    throw ArgumentError("init_value", nb::cast<std::string>(nb::repr(value)) +
+    throw ArgumentError("init_value", repr_text(value) +
                                           " cannot be converted to a float");
   }
   return d;
 }
 
+// A stream handle: an int in [0, 2**64) (a CUstream is a pointer).
+std::uintptr_t stream_handle_value(nb::handle value) {
+  PyObject* o = value.ptr();
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (overflow == 0 && x >= 0) return static_cast<std::uintptr_t>(x);
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(o);
+      if (!(u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) &&
+          u <= std::numeric_limits<std::uintptr_t>::max())
+        return static_cast<std::uintptr_t>(u);
+      PyErr_Clear();
+    }
+  }
+  throw ArgumentError("stream", "a stream handle is a non-negative int below 2**64, got " +
+                                    repr_text(value));
+}
+
 std::optional<std::uintptr_t> stream_arg(nb::handle value) {
   if (!value.is_valid() || value.is_none()) return std::nullopt;
-  std::int64_t v = 0;
-  IntResult r = PyLong_Check(value.ptr()) ? int_value(value, &v) : IntResult::NotInt;
-  if (r == IntResult::NotInt) {
-    if (PyBool_Check(value.ptr()))
-      throw ArgumentTypeError("stream", "expected a stream (int handle, an object with "
-                                        "__cuda_stream__, torch.cuda.Stream, cupy Stream), got bool");
-    // Protocol objects and framework streams (python/jitkernel/_streams.py).
-    nb::object h = hook(hooks().stream_handle, "stream_handle")(value);
-    return nb::cast<std::uintptr_t>(h);
-  }
-  if (r == IntResult::Overflow || v < 0)
-    throw ArgumentError("stream", "a stream handle must be a non-negative int, got " +
-                                      nb::cast<std::string>(nb::repr(value)));
-  return static_cast<std::uintptr_t>(v);
+  if (PyBool_Check(value.ptr()))
+    throw ArgumentTypeError("stream", "expected a stream (int handle, an object with "
+                                      "__cuda_stream__, torch.cuda.Stream, cupy Stream), got bool");
+  if (PyLong_Check(value.ptr())) return stream_handle_value(value);
+  // Protocol objects and framework streams (python/jitkernel/_streams.py, which checks them).
+  return stream_handle_value(hook(hooks().stream_handle, "stream_handle")(value));
 }
 
 bool scalar_value(nb::handle value, bool widen_int, const char* argument, const ItemRef& where,
@@ -590,7 +697,7 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
   else if (tp == &PyFloat_Type) kind = Kind::Float;
   else if (tp == &PyComplex_Type) kind = Kind::Complex;
   else if (is_jk_array(value)) return false;
-  else kind = classify(value).kind;
+  else kind = classify(value, argument, where).kind;
 
   switch (kind) {
     case Kind::Bool:
@@ -600,10 +707,9 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
       int overflow = 0;
       long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
       if (x == -1 && PyErr_Occurred()) throw nb::python_error();
-      std::string repr_text;
       if (overflow)
         throw ArgumentError(argument, where.prefix() + "the integer " +
-                                          nb::cast<std::string>(nb::repr(value)) +
+                                          repr_text(value) +
                                           " does not fit in int64");
       if (x >= std::numeric_limits<std::int32_t>::min() &&
           x <= std::numeric_limits<std::int32_t>::max()) {
@@ -635,13 +741,21 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
       return true;
     }
     case Kind::NumpyScalar: {
-      DType d = dtype_arg(value.attr("dtype"), argument, where);
-      nb::object bytes = value.attr("tobytes")();
+      DType d = dtype_arg(attr_of(value, "dtype", argument, where), argument, where);
+      nb::object bytes;
+      try {
+        bytes = attr_of(value, "tobytes", argument, where)();
+      } catch (nb::python_error& e) {
+        throw ArgumentTypeError(argument, where.prefix() + "reading the scalar's bytes failed (" +
+                                              python_error_text(e) + ")");
+      }
       char* data = nullptr;
       Py_ssize_t n = 0;
-      if (PyBytes_AsStringAndSize(bytes.ptr(), &data, &n) != 0) throw nb::python_error();
+      if (!PyBytes_Check(bytes.ptr()) || PyBytes_AsStringAndSize(bytes.ptr(), &data, &n) != 0)
+        throw ArgumentTypeError(argument, where.prefix() + type_text(value) +
+                                              ".tobytes() did not return bytes");
       if (static_cast<std::size_t>(n) != dtype_size(d) || n > 8)
-        throw ArgumentTypeError(argument, where.prefix() + "a " + py_type_name(value) + " scalar of " +
+        throw ArgumentTypeError(argument, where.prefix() + "a " + type_text(value) + " scalar of " +
                                               std::to_string(n) + " bytes cannot pass as " +
                                               dtype_name(d));
       Scalar s;
@@ -673,7 +787,7 @@ void output_dtypes_into(nb::handle output_dtypes, const std::vector<std::string>
                                              " (output_names: " + joined(*names) + "), got " +
                                              std::to_string(n));
   dtypes.clear();
-  for_each_item(output_dtypes, [&](std::size_t i, nb::handle item) {
+  for_each_item(output_dtypes, "output_dtypes", [&](std::size_t i, nb::handle item) {
     dtypes.push_back(dtype_arg(item, "output_dtypes", ItemRef{"output", i, names}));
   });
 }
@@ -693,7 +807,7 @@ std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
   checked_input_count(inputs, names);
   std::vector<cuda::KernelInput> out;
   Borrowed borrowed;
-  for_each_item(inputs, [&](std::size_t i, nb::handle item) {
+  for_each_item(inputs, "inputs", [&](std::size_t i, nb::handle item) {
     ItemRef where{"input", i, names};
     Scalar s;
     if (scalar_value(item, widen_int_scalars, "inputs", where, &s)) {
@@ -710,9 +824,8 @@ std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
       if (!p.info) {
         view = jk_array_ptr(p.obj)->array.view;
       } else if (nb::hasattr(p.obj, "dtype") && nb::hasattr(p.obj, "shape")) {
-        view.dtype = dtype_arg(p.obj.attr("dtype"), "inputs", where);
-        nb::object shape = p.obj.attr("shape");
-        for (nb::handle d : shape) view.shape.push_back(nb::cast<std::int64_t>(d));
+        view.dtype = dtype_arg(attr_of(p.obj, "dtype", "inputs", where), "inputs", where);
+        shape_into(attr_of(p.obj, "shape", "inputs", where), "inputs", where, view.shape, ".shape");
         view.strides = row_major_strides(view.shape);
         view.device = p.device;
       } else {
@@ -734,11 +847,17 @@ ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& 
   if (!is_host)
     throw ArgumentTypeError(argument, where.prefix() + "expected an array in CPU memory (NumPy, "
                                                        "PyTorch CPU tensors, ...), got a device "
-                                                       "array (" + py_type_name(item) + ")");
+                                                       "array (" + type_text(item) + ")");
   // NumPy-style arrays say so in flags.writeable; other host arrays count as writable.
-  nb::object flags = nb::getattr(item, "flags", nb::none());
-  *read_only = !flags.is_none() && nb::hasattr(flags, "writeable") &&
-               !nb::cast<bool>(flags.attr("writeable"));
+  *read_only = false;
+  if (PyObject* flags = PyObject_GetAttrString(item.ptr(), "flags")) {
+    if (PyObject* writeable = PyObject_GetAttrString(flags, "writeable")) {
+      *read_only = PyObject_IsTrue(writeable) == 0;
+      Py_DECREF(writeable);
+    }
+    Py_DECREF(flags);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
   return view;
 }
 
@@ -774,7 +893,7 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
                                                " (output_names: " + joined(*out_names) +
                                                "), got " + std::to_string(n));
     args.output_shapes.resize(n);
-    for_each_item(in.output_shapes, [&](std::size_t i, nb::handle item) {
+    for_each_item(in.output_shapes, "output_shapes", [&](std::size_t i, nb::handle item) {
       shape_into(item, "output_shapes", ItemRef{"output", i, out_names}, args.output_shapes[i]);
     });
   } else {
@@ -808,7 +927,7 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
   args.inputs.resize(n_inputs);
   Framework framework = Framework::None;
   int framework_device = 0;
-  for_each_item(in.inputs, [&](std::size_t i, nb::handle item) {
+  for_each_item(in.inputs, "inputs", [&](std::size_t i, nb::handle item) {
     ItemRef where{"input", i, in_names};
     Scalar s;
     if (scalar_value(item, in.widen_int_scalars, "inputs", where, &s)) {
@@ -866,12 +985,12 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
   // Caller-provided outputs: device arrays only, writable.
   if (have_provided) {
     args.provided_outputs.resize(n_provided);
-    for_each_item(in.outputs, [&](std::size_t j, nb::handle item) {
+    for_each_item(in.outputs, "outputs", [&](std::size_t j, nb::handle item) {
       ItemRef where{"output", j, out_names};
       ArrayView host;
       bool is_host = false;
       if (!is_jk_array(item)) {
-        TypeInfo& info = classify(item);
+        TypeInfo& info = classify(item, "outputs", where);
         if (info.framework == Framework::Jax)
           throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
                                                           "be written by a kernel; omit outputs= "
@@ -879,16 +998,16 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
         if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
           throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
                                                               "arrays, got host memory (" +
-                                                                 py_type_name(item) + ")");
+                                                                 type_text(item) + ")");
       }
       classify_array(item, j, "outputs", where, out.borrowed, pending, &host, &is_host);
       if (is_host)
         throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
                                                             "got host memory (" +
-                                                               py_type_name(item) + ")");
+                                                               type_text(item) + ")");
+      // The entry stays in `pending` (holding the array) until the launch is enqueued.
       const bool read_only = import_pending(pending.back(), stream, torch_direct, out.borrowed,
                                             "outputs", where, args.provided_outputs[j]);
-      pending.pop_back();
       if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
     });
     if (!have_shapes) {
@@ -952,8 +1071,49 @@ nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCa
   return out;
 }
 
+void raise_sequence_changed(const char* argument) {
+  throw ArgumentError(argument, "the list changed while jitkernel was reading it (a method of one "
+                                "of its items changed it); pass a list that stays as it is "
+                                "during the call");
+}
+
+std::string type_text(nb::handle obj) {
+  PyTypeObject* tp = Py_TYPE(obj.ptr());
+  auto text_attr = [&](const char* name) {
+    std::string out;
+    if (PyObject* v = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), name)) {
+      if (PyUnicode_Check(v))
+        if (const char* c = PyUnicode_AsUTF8(v)) out = c;
+      Py_DECREF(v);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    return out;
+  };
+  std::string qual = text_attr("__qualname__");
+  if (qual.empty()) qual = tp->tp_name;
+  std::string mod = text_attr("__module__");
+  return mod.empty() || mod == "builtins" ? qual : mod + "." + qual;
+}
+
+std::string repr_text(nb::handle obj) {
+  std::string out;
+  if (PyObject* r = PyObject_Repr(obj.ptr())) {
+    if (const char* c = PyUnicode_AsUTF8(r)) out = c;
+    Py_DECREF(r);
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return "<" + type_text(obj) + " object>";
+  }
+  return out.size() > 200 ? out.substr(0, 200) + "..." : out;
+}
+
 namespace {
-void bind(nb::module_&) { on_clear_caches(&clear_convert_caches); }
+void bind(nb::module_& m) {
+  on_clear_caches(&clear_convert_caches);
+  m.def("_type_cache_size", [] { return type_cache().size(); },
+        "How many Python types the argument conversion has cached (internal: tests).");
+}
 const Registration reg(order::hooks, "convert", bind);
 }  // namespace
 

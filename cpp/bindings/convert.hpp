@@ -65,7 +65,10 @@ struct TypeInfo;  // what a Python type is (convert.cpp)
 // launch stream is known.
 struct PendingArray {
   std::size_t index;
-  nb::handle obj;
+  // A reference of its own: a protocol method run later in the conversion may
+  // drop the caller's (by changing the list it came from).
+  nb::object obj;
+  // Valid while `obj` lives: its type holds the cache entry (convert.cpp).
   TypeInfo* info;  // null for jk.Array
   int device;
   // The producer's DLTensor from its DLPack exchange API (torch), read once at
@@ -141,16 +144,46 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
 
 // Small argument parsers (typed errors naming `argument`).
 Dim3 dim3_arg(nb::handle value, const char* argument);
-std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where);
+// A tuple or list of non-negative ints. `attr` names where an array's shape
+// came from (".shape") in messages; null for a shape the caller gave.
+std::vector<std::int64_t> shape_arg(nb::handle value, const char* argument, const ItemRef& where,
+                                    const char* attr = nullptr);
 // shape_arg into an existing vector (its capacity reused).
 void shape_into(nb::handle value, const char* argument, const ItemRef& where,
-                std::vector<std::int64_t>& shape);
+                std::vector<std::int64_t>& shape, const char* attr = nullptr);
 std::optional<double> init_value_arg(nb::handle value);
 // None -> nullopt (convert_call then takes the inputs' framework's stream).
+// Handles are ints in [0, 2**64), given or from a stream object's protocol.
 std::optional<std::uintptr_t> stream_arg(nb::handle value);
 // A list or tuple (incl. subclasses such as torch.Size); else ArgumentTypeError
 // "<argument>: expected <expected>, got <type>". Returns its length.
 std::size_t sequence_arg(nb::handle value, const char* argument, const char* expected);
+
+// Calls fn(i, item) for each item of a list or tuple (checked by
+// sequence_arg), reading the items as stored (never through an overridden
+// __getitem__) and holding a reference to each while fn runs. A list whose
+// length changes meanwhile (a protocol method of an item can change it) is
+// ArgumentError naming `argument`, never a read past its end.
+[[noreturn]] void raise_sequence_changed(const char* argument);
+template <typename Fn>
+void for_each_item(nb::handle seq, const char* argument, Fn&& fn) {
+  PyObject* s = seq.ptr();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+  if (PyTuple_Check(s)) {  // immutable: its items live as long as it does
+    for (Py_ssize_t i = 0; i < n; ++i) fn(static_cast<std::size_t>(i), nb::handle(PyTuple_GET_ITEM(s, i)));
+    return;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (PySequence_Fast_GET_SIZE(s) != n) raise_sequence_changed(argument);
+    nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(s, i));
+    fn(static_cast<std::size_t>(i), nb::handle(item));
+  }
+  if (PySequence_Fast_GET_SIZE(s) != n) raise_sequence_changed(argument);
+}
+
+// For messages about user objects; never raise, whatever the object does.
+std::string type_text(nb::handle obj);  // "module.QualName" of obj's type
+std::string repr_text(nb::handle obj);  // repr(obj), shortened; the type's name if repr fails
 
 // Python ints and NumPy integers (never bools).
 enum class IntResult { NotInt, Ok, Overflow };

@@ -217,58 +217,66 @@ int keyword_index(const CallSlotCache& c, PyObject* key) {
   return -1;
 }
 
-PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
-  CallSlotCache& c = call_slot_cache();
-  if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
-  const char* type_name = Py_TYPE(self)->tp_name;
-  if (args != nullptr && PyTuple_GET_SIZE(args) != 0) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s.__call__() takes keyword arguments only (inputs=..., grid=..., "
-                 "threadgroup=..., ...), got %zd positional",
-                 type_name, PyTuple_GET_SIZE(args));
-    return nullptr;
-  }
-  // values[0] is self, then the keywords in `_call`'s order.
-  PyObject* values[1 + kNumCallKeywords] = {self};
+// Reads the call's keywords into values[i] (kCallKeywords order, borrowed,
+// defaults filled in). Positional arguments, unknown and missing keywords are
+// ArgumentTypeError naming the keyword.
+void read_call_keywords(const CallSlotCache& c, const char* type_name, PyObject* args,
+                        PyObject* kwargs, PyObject** values) {
+  const std::string function = std::string(type_name) + ".__call__()";
+  if (args != nullptr && PyTuple_GET_SIZE(args) != 0)
+    throw ArgumentTypeError(kCallKeywords[0],
+                            function + " takes keyword arguments only (inputs=..., grid=..., "
+                                       "threadgroup=..., ...), got " +
+                                std::to_string(PyTuple_GET_SIZE(args)) + " positional");
   if (kwargs != nullptr) {
     Py_ssize_t pos = 0;
     PyObject *key = nullptr, *value = nullptr;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
       const int i = keyword_index(c, key);
       if (i < 0) {
-        PyErr_Format(PyExc_TypeError, "%s.__call__() got an unexpected keyword argument '%U'",
-                     type_name, key);
-        return nullptr;
+        const char* utf8 = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+        if (utf8 == nullptr) PyErr_Clear();
+        const std::string name = utf8 ? std::string(utf8) : repr_text(key);
+        std::string accepted;
+        for (const char* k : kCallKeywords) accepted += std::string(accepted.empty() ? "" : ", ") + k;
+        throw ArgumentTypeError(name, function + " got an unexpected keyword argument '" + name +
+                                          "' (it takes " + accepted + ")");
       }
-      values[1 + i] = value;
+      values[i] = value;
     }
   }
-  for (int i : kRequired) {
-    if (values[1 + i] == nullptr) {
-      PyErr_Format(PyExc_TypeError, "%s.__call__() missing required keyword argument '%s'",
-                   type_name, kCallKeywords[i]);
-      return nullptr;
-    }
-  }
+  for (int i : kRequired)
+    if (values[i] == nullptr)
+      throw ArgumentTypeError(kCallKeywords[i], function + " missing required keyword argument '" +
+                                                    kCallKeywords[i] + "'");
   for (int i = 0; i < kNumCallKeywords; ++i)
-    if (values[1 + i] == nullptr) values[1 + i] = i == kNumCallKeywords - 1 ? Py_False : Py_None;
-  // Dicts, and kernels made without names, take the Python path.
-  bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
-  general = general || is_dict_form(values[1 + 0], values[1 + 1], values[1 + 2], values[1 + 8]);
-  if (!general) {
-    // The list form, straight into `_call`'s C++ (no second argument dispatch).
-    PyObject** v = values + 1;
-    try {
+    if (values[i] == nullptr) values[i] = i == kNumCallKeywords - 1 ? Py_False : Py_None;
+}
+
+PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
+  CallSlotCache& c = call_slot_cache();
+  if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
+  // values[0] is self, then the keywords in `_call`'s order.
+  PyObject* values[1 + kNumCallKeywords] = {self};
+  PyObject** v = values + 1;
+  try {
+    read_call_keywords(c, Py_TYPE(self)->tp_name, args, kwargs, v);
+    // Dicts, and kernels made without names, take the Python path.
+    const bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel ||
+                         is_dict_form(v[0], v[1], v[2], v[8]);
+    if (!general) {
+      // The list form, straight into `_call`'s C++ (no second argument dispatch).
       return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
                   v[8], v[9])
           .release()
           .ptr();
-    } catch (nb::python_error& e) {
-      e.restore();
-    } catch (...) {
-      t_pending_exception = std::current_exception();
-      Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
     }
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    t_pending_exception = std::current_exception();
+    Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
     return nullptr;
   }
   PyObject* method = PyObject_GetAttr(self, c.general_name);

@@ -42,7 +42,6 @@ codegen::MetalMathMode math_mode_arg(const std::string& mode) {
                       "math_mode must be 'safe', 'relaxed' or 'fast', got '" + mode + "'");
 }
 
-std::string py_type(nb::handle obj) { return nb::cast<std::string>(nb::type_name(obj.type())); }
 
 // Inputs as the code generator sees them: dtype and shape (Python scalars
 // are 0-d, with MLX's dtypes: bool, int32 (int64 when out of range), float32).
@@ -88,14 +87,20 @@ const char* kind_name(codegen::MetalBufferKind kind) {
   return "";
 }
 
-// `.shape` / `.dtype` of the outputs= entry i.
+// `.shape` / `.dtype` of the outputs= entry i (the list's length checked).
 nb::object provided_attr(nb::handle outputs, std::size_t i, const char* attr,
                          const std::vector<std::string>& names) {
-  nb::object arr = nb::borrow(outputs)[i];
-  if (!nb::hasattr(arr, attr))
-    throw ArgumentTypeError("outputs", ItemRef{"output", i, &names}.prefix() +
-                                           "expected an array, got " + py_type(arr));
-  return arr.attr(attr);
+  if (static_cast<std::size_t>(PySequence_Fast_GET_SIZE(outputs.ptr())) != names.size())
+    raise_sequence_changed("outputs");
+  nb::object arr = nb::borrow(PySequence_Fast_GET_ITEM(outputs.ptr(), i));
+  const ItemRef where{"output", i, &names};
+  PyObject* value = PyObject_GetAttrString(arr.ptr(), attr);
+  if (value == nullptr) {
+    PyErr_Clear();
+    throw ArgumentTypeError("outputs", where.prefix() + "expected an array with ." + attr +
+                                           ", got " + type_text(arr));
+  }
+  return nb::steal(value);
 }
 
 // output_shapes / output_dtypes, or (when omitted) those of the outputs=
@@ -121,10 +126,15 @@ void output_layout(const PyMetalKernel& self, nb::handle output_shapes, nb::hand
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     const ItemRef where{"output", i, &names};
-    call.output_shapes.push_back(
-        output_shapes.is_valid() && !output_shapes.is_none()
-            ? shape_arg(nb::borrow(output_shapes)[i], "output_shapes", where)
-            : shape_arg(nb::tuple(provided_attr(outputs, i, "shape", names)), "outputs", where));
+    if (output_shapes.is_valid() && !output_shapes.is_none()) {
+      if (static_cast<std::size_t>(PySequence_Fast_GET_SIZE(output_shapes.ptr())) != names.size())
+        raise_sequence_changed("output_shapes");
+      nb::object shape = nb::borrow(PySequence_Fast_GET_ITEM(output_shapes.ptr(), i));
+      call.output_shapes.push_back(shape_arg(shape, "output_shapes", where));
+    } else {
+      call.output_shapes.push_back(
+          shape_arg(provided_attr(outputs, i, "shape", names), "outputs", where, ".shape"));
+    }
   }
   if (output_dtypes.is_valid() && !output_dtypes.is_none()) {
     call.output_dtypes = output_dtypes_arg(output_dtypes, &names);
@@ -171,7 +181,7 @@ nb::object call(const PyMetalKernel& self, nb::handle inputs, nb::handle output_
   const bool show_source = verbose_arg(verbose);
   if (stream.is_valid() && !stream.is_none())
     throw ArgumentError("stream", "Metal kernels run on jitkernel's own Metal command queue; "
-                                  "expected None, got " + py_type(stream));
+                                  "expected None, got " + type_text(stream));
   MetalCall c;
   c.spec = &self.spec;
   c.inputs = inputs;

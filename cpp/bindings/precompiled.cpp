@@ -27,19 +27,17 @@ std::string_view bytes_view(const nb::bytes& data) { return {data.c_str(), data.
 std::vector<Scalar> scalars_arg(nb::handle scalars) {
   std::vector<Scalar> out;
   if (!scalars.is_valid() || scalars.is_none()) return out;
-  const std::size_t n = sequence_arg(scalars, "scalars", "a list of scalars");
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    nb::handle item = scalars[i];
+  out.reserve(sequence_arg(scalars, "scalars", "a list of scalars"));
+  for_each_item(scalars, "scalars", [&](std::size_t i, nb::handle item) {
     Scalar s;
     if (!scalar_value(item, /*widen_int=*/false, "scalars", ItemRef{"scalar", i}, &s)) {
       throw ArgumentTypeError(
           "scalars", "scalar " + std::to_string(i) + ": expected a bool, int, float or NumPy " +
                          "scalar (numpy.int64, numpy.float64, numpy.float16, ...), got " +
-                         nb::cast<std::string>(nb::type_name(item.type())));
+                         type_text(item));
     }
     out.push_back(s);
-  }
+  });
   return out;
 }
 

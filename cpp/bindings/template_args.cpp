@@ -19,24 +19,30 @@ std::vector<TemplateArg> template_args(nb::handle value) {
     pairs = nb::borrow(value);
   } else {
     throw ArgumentTypeError("template", "expected a list of (name, value) pairs or a dict, got " +
-                                           nb::cast<std::string>(nb::type_name(value.type())));
+                                           type_text(value));
   }
   std::vector<std::string> names;
-  const std::size_t n = nb::len(pairs);
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    nb::handle pair = pairs[i];
-    if (!(PyTuple_Check(pair.ptr()) || PyList_Check(pair.ptr())) || nb::len(pair) != 2)
+  out.reserve(static_cast<std::size_t>(PySequence_Fast_GET_SIZE(pairs.ptr())));
+  // Items as stored, each held while it is read (a value's __index__ may change the lists).
+  for_each_item(pairs, "template", [&](std::size_t i, nb::handle pair) {
+    if (!(PyTuple_Check(pair.ptr()) || PyList_Check(pair.ptr())) ||
+        PySequence_Fast_GET_SIZE(pair.ptr()) != 2)
       throw ArgumentTypeError("template", "entry " + std::to_string(i) +
                                               " must be a (name, value) pair, got " +
-                                              nb::cast<std::string>(nb::repr(pair)));
-    nb::handle name = pair[0], v = pair[1];
+                                              repr_text(pair));
+    nb::object name = nb::borrow(PySequence_Fast_GET_ITEM(pair.ptr(), 0));
+    nb::object v = nb::borrow(PySequence_Fast_GET_ITEM(pair.ptr(), 1));
     if (!PyUnicode_Check(name.ptr()))
       throw ArgumentTypeError("template", "entry " + std::to_string(i) +
-                                              ": names must be strings, got " +
-                                              nb::cast<std::string>(nb::repr(name)));
+                                              ": names must be strings, got " + repr_text(name));
     TemplateArg arg;
-    arg.name = nb::cast<std::string>(name);
+    const char* utf8 = PyUnicode_AsUTF8(name.ptr());
+    if (!utf8) {
+      PyErr_Clear();
+      throw ArgumentError("template", "entry " + std::to_string(i) +
+                                          ": the name is not valid UTF-8 text");
+    }
+    arg.name = utf8;
     names.push_back(arg.name);
     const ItemRef where{"entry", i, &names};
     Scalar s;
@@ -50,7 +56,7 @@ std::vector<TemplateArg> template_args(nb::handle value) {
       arg.int_value = v.ptr() == Py_True;
     } else if ((ir = int_value(v, &iv)) != IntResult::NotInt) {
       if (ir == IntResult::Overflow)
-        throw ArgumentError("template", where.prefix() + nb::cast<std::string>(nb::repr(v)) +
+        throw ArgumentError("template", where.prefix() + repr_text(v) +
                                             " does not fit in int64");
       arg.kind = TemplateArg::Kind::Int;
       arg.int_value = iv;
@@ -63,14 +69,14 @@ std::vector<TemplateArg> template_args(nb::handle value) {
       } else {
         throw ArgumentTypeError("template", where.prefix() +
                                                 "values must be ints, bools or dtypes, got " +
-                                                nb::cast<std::string>(nb::repr(v)));
+                                                repr_text(v));
       }
     } else {
       arg.kind = TemplateArg::Kind::DType;
       arg.dtype = dtype_arg(v, "template", where);
     }
     out.push_back(std::move(arg));
-  }
+  });
   return out;
 }
 

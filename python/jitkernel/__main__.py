@@ -58,8 +58,11 @@ def cache(action: str) -> int:
         print(jk.cache_path())
         return 0
     if action == "clear":
-        removed = jk.clear_cache()
-        print(f"removed {removed} cached kernel{'' if removed == 1 else 's'} from {jk.cache_path()}")
+        from jitkernel import _core
+
+        kernels, records = _core._cache_clear()
+        print(f"removed {kernels} cached kernel{'' if kernels == 1 else 's'} and {records} toolkit "
+              f"record{'' if records == 1 else 's'} from {jk.cache_path()}")
         return 0
     info = jk.cache_info()
     print(f"path: {info.path}")
@@ -91,7 +94,7 @@ def main(argv=None) -> int:
         command = sub.add_parser(name, help=help_text, description=help_text)
         if name == "cache":
             command.add_argument("action", choices=("info", "clear", "path"),
-                                 help="info: folder, state and size; clear: remove every entry; path: the folder")
+                                 help="info: folder, state and size; clear: remove every entry jitkernel stored; path: the folder")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -19,7 +19,8 @@ _FRAMEWORKS = {"torch": "torch", "cupy": "cupy", "cupyx": "cupy", "jax": "jax", 
 
 def classify_type(tp: type) -> tuple[str, str]:
     """(kind, framework) of objects of type ``tp``; kinds are those of Kind in cpp/bindings/convert.cpp."""
-    framework = _FRAMEWORKS.get(getattr(tp, "__module__", "").partition(".")[0], "other")
+    module = getattr(tp, "__module__", "")
+    framework = _FRAMEWORKS.get(module.partition(".")[0], "other") if isinstance(module, str) else "other"
     np = sys.modules.get("numpy")
     if np is not None and issubclass(tp, np.generic):  # before float: numpy.float64 subclasses it
         return "numpy_scalar", "numpy"

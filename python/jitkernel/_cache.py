@@ -3,8 +3,8 @@
 
 Compiled kernels are stored in a private per-user folder so that a new process runs a kernel compiled before without
 calling NVRTC: ``$JITKERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitkernel`` or ``~/.cache/jitkernel`` (macOS:
-``~/Library/Caches/jitkernel``). ``JITKERNEL_CACHE=0`` turns it off; ``JITKERNEL_CACHE_MAX_BYTES`` caps its size
-(default 1 GiB, e.g. ``512M``); least recently used entries are evicted. The cache lives in the C++ core
+``~/Library/Caches/jitkernel``). ``JITKERNEL_CACHE=0`` turns it off; ``JITKERNEL_CACHE_MAX_BYTES`` caps the size of
+everything it stores (default 1 GiB, e.g. ``512M``); least recently used entries are evicted. The cache lives in the C++ core
 (cpp/jitkernel/cache/); when it cannot be used (a folder another user owns or others may write to, a read-only or
 full disk) kernels are kept in memory only and a ``CacheWarning`` is issued once per cause and process.
 """
@@ -35,7 +35,7 @@ class CacheInfo:
     enabled: bool  # the folder is in use
     disabled_reason: str  # why not, when not enabled
     entries: int  # compiled kernels stored in the folder now
-    bytes: int  # their total size
+    bytes: int  # size of everything the cap counts (kernels, toolkit records, files being written)
     max_bytes: int  # the cap (JITKERNEL_CACHE_MAX_BYTES)
     hits: int  # kernels this process loaded from the folder
     misses: int  # lookups that found no usable entry (so NVRTC compiled)
@@ -50,8 +50,10 @@ def cache_info() -> CacheInfo:
 
 
 def clear_cache() -> int:
-    """Removes every compiled kernel from the cache folder; returns how many entries were removed."""
-    return _core._cache_clear()
+    """Removes every compiled kernel (and toolkit record) jitkernel stored in the cache folder, and nothing else: no
+    file of another format, no symbolic link, nothing a link points to. Returns how many compiled kernels were
+    removed."""
+    return _core._cache_clear()[0]
 
 
 def cache_path() -> str:

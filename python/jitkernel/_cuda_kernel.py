@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import KernelFront, factory_args, str_arg
+from ._kernel_front import REQUIRED, KernelFront, bad_call, factory_args, str_arg
 
 __all__ = ["CudaKernel", "cuda_kernel", "compile_cuda"]
 
@@ -55,18 +55,28 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         return _core.CudaKernelBase(self.name, list(input_names), list(output_names), self.source_text,
                                     self.header, self.ensure_row_contiguous, self.shared_memory)
 
-    def source(self, *, inputs, output_dtypes, template=None) -> str:
-        """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed."""
+    def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
+        """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed.
+        Keyword arguments only: ``source(*, inputs, output_dtypes, template=None)``."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("CudaKernel.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._source(inputs, output_dtypes, template)
 
-    def entry_name(self, *, inputs, output_dtypes, template=None) -> str:
-        """The generated kernel's extern "C" symbol for these arguments."""
+    def entry_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
+        """The generated kernel's extern "C" symbol for these arguments (keyword arguments as in ``source``)."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("CudaKernel.entry_name", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._entry_name(inputs, output_dtypes, template)
 
-    def compile(self, *, inputs, output_dtypes, template=None, arch="sm_90a", target="cubin") -> bytes:
-        """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed."""
+    def compile(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", target="cubin",
+                **unknown) -> bytes:
+        """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed.
+        Keyword arguments only: ``compile(*, inputs, output_dtypes, template=None, arch="sm_90a",
+        target="cubin")``."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("CudaKernel.compile", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         str_arg(arch, "arch")
         str_arg(target, "target")
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)

@@ -1,6 +1,7 @@
 """What ``cuda_kernel`` and ``metal_kernel`` share: the checks of the arguments both factories take
-(``factory_args``), the kernel objects' common part (``KernelFront``), and name resolution of the dict call form
-(seed 000), for kernel objects whose C++ engine takes lists.
+(``factory_args``), the kernel objects' common part (``KernelFront``), name resolution of the dict call form
+(seed 000), for kernel objects whose C++ engine takes lists, and the errors of keyword-only calls made with
+positional arguments, unknown keywords or a required keyword missing (``REQUIRED``, ``bad_call``).
 
 In the dict form ``inputs``, ``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by name, the
 factory's ``input_names`` / ``output_names`` may be omitted (the dicts' keys give them, in the dicts' order), and
@@ -12,15 +13,50 @@ from __future__ import annotations
 from ._errors import ArgumentError, ArgumentTypeError
 
 
+class _Required:
+    """The default of a required keyword of a keyword-only API function, so that leaving it out (or passing
+    positional arguments) is an ArgumentTypeError naming it rather than Python's bare TypeError."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+def bad_call(function: str, args: tuple, unknown: dict, keywords: dict):
+    """Raises the ArgumentTypeError of a call to ``function`` (a keyword-only API function declared as
+    ``f(*args, a=REQUIRED, ..., **unknown)``) that passed positional ``args``, ``unknown`` keywords, or left a
+    required keyword out. ``keywords``: the function's keywords as passed, in signature order (at least the
+    required ones)."""
+    names = list(keywords)
+    if args:
+        raise ArgumentTypeError(names[0], f"{function}() takes keyword arguments only "
+                                          f"({', '.join(n + '=...' for n in names[:3])}, ...), got {len(args)} "
+                                          f"positional")
+    if unknown:
+        name = next(iter(unknown))
+        raise ArgumentTypeError(name, f"{function}() got an unexpected keyword argument {name!r}")
+    for name, value in keywords.items():
+        if value is REQUIRED:
+            raise ArgumentTypeError(name, f"{function}() missing required keyword argument {name!r}")
+    raise AssertionError(f"bad_call({function}): nothing wrong with the call")
+
+
 def names_arg(value, argument: str):
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ArgumentTypeError(argument, f"expected a list of names (strings), got {type(value).__name__}")
-    for i, name in enumerate(value):
+    # Read by iteration, never sized by len(): a list subclass may report any length (tuple(value) would
+    # allocate what it claims), and the names are the items iteration yields.
+    names = [name for name in value]
+    for i, name in enumerate(names):
         if not isinstance(name, str):
             raise ArgumentTypeError(argument, f"entry {i} must be a string, got {type(name).__name__} {name!r}")
-    return tuple(value)
+    return tuple(names)
 
 
 def str_arg(value, argument: str) -> str:
@@ -50,7 +86,7 @@ def factory_args(name, input_names, output_names, source, header, ensure_row_con
 
 
 def dict_keys(value: dict, argument: str) -> tuple:
-    keys = tuple(value)
+    keys = tuple(dict.keys(value))  # dict's own view: subclasses cannot make keys and values disagree
     for key in keys:
         if not isinstance(key, str):
             raise ArgumentTypeError(argument, f"dict keys must be names (strings), got {key!r}")
@@ -76,7 +112,7 @@ def resolve_call(inputs, outputs_by_name: tuple, input_names, output_names, fact
         if input_names is not None:
             match_names(in_names, input_names, "inputs", "input_names")
             in_names = input_names
-        inputs = [inputs[n] for n in in_names]
+        inputs = [dict.__getitem__(inputs, n) for n in in_names]
     else:
         in_names = input_names
         if in_names is None:
@@ -100,7 +136,7 @@ def resolve_call(inputs, outputs_by_name: tuple, input_names, output_names, fact
 
 def ordered(value, names: tuple):
     """A per-output dict as a list in ``names`` order; anything else as it is."""
-    return [value[n] for n in names] if isinstance(value, dict) else value
+    return [dict.__getitem__(value, n) for n in names] if isinstance(value, dict) else value
 
 
 class KernelFront:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import KernelFront, bool_arg, factory_args
+from ._kernel_front import REQUIRED, KernelFront, bad_call, bool_arg, factory_args
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -67,8 +67,12 @@ class MetalKernelFunction(KernelFront):
         return _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text, self.header,
                                  self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
 
-    def __call__(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, outputs=None):
+    def __call__(self, *args, inputs=REQUIRED, output_shapes=None, output_dtypes=None, grid=REQUIRED,
+                 threadgroup=REQUIRED, template=None, init_value=None, verbose=False, stream=None, outputs=None,
+                 **unknown):
+        if args or unknown or inputs is REQUIRED or grid is REQUIRED or threadgroup is REQUIRED:
+            bad_call("MetalKernelFunction.__call__", args, unknown,
+                     dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
         impl = self._impl
         if impl is not None:  # names known: the C++ call checks everything, and declines dicts
             results = impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
@@ -78,21 +82,30 @@ class MetalKernelFunction(KernelFront):
         return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
                                   stream, outputs, verbose)
 
-    def source(self, *, inputs, output_dtypes, template=None, with_utils=False) -> str:
+    def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, with_utils=False,
+               **unknown) -> str:
         """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
         (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
-        Works on any OS."""
+        Works on any OS. Keyword arguments only: ``source(*, inputs, output_dtypes, template=None,
+        with_utils=False)``."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("MetalKernelFunction.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._source(inputs, output_dtypes, template, bool_arg(with_utils, "with_utils"))
 
-    def kernel_name(self, *, inputs, output_dtypes, template=None) -> str:
+    def kernel_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
         """The generated [[kernel]] function's name (its host_name) for these arguments."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("MetalKernelFunction.kernel_name", args, unknown,
+                     dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._kernel_name(inputs, output_dtypes, template)
 
-    def buffers(self, *, inputs, output_dtypes, template=None) -> list:
+    def buffers(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> list:
         """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
         what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("MetalKernelFunction.buffers", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._buffers(inputs, output_dtypes, template)
 
@@ -165,13 +178,17 @@ class MetalKernel:
         self._template = template
         return self
 
-    def __call__(self, **inputs) -> dict:
+    def __call__(self, *args, **inputs) -> dict:
         """Runs the kernel on the inputs given by name; returns {output name: array}."""
+        if args:
+            bad_call("MetalKernel.__call__", args, {}, dict(inputs=inputs))
         return self._kernel(inputs=inputs, output_shapes=self._output_shapes, output_dtypes=self._output_dtypes,
                             grid=self._grid, threadgroup=self._threadgroup, template=self._template,
                             init_value=self._init_value, verbose=self._verbose)
 
-    def source(self, *, with_utils=False, **inputs) -> str:
+    def source(self, *args, with_utils=False, **inputs) -> str:
         """The Metal source a call with these inputs generates (see ``MetalKernelFunction.source``)."""
+        if args:
+            bad_call("MetalKernel.source", args, {}, dict(inputs=inputs))
         return self._kernel.source(inputs=inputs, output_dtypes=self._output_dtypes, template=self._template,
                                    with_utils=with_utils)

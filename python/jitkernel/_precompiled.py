@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError
+from ._kernel_front import REQUIRED, bad_call
 
 __all__ = ["precompiled_cuda_kernel", "inspect_binary", "check_binary_arch"]
 
@@ -28,10 +29,16 @@ def _binary_arg(value, argument: str = "compiled_source") -> bytes:
     raise ArgumentTypeError(argument, f"expected bytes (PTX text, a cubin or a fatbin), got {type(value).__name__}")
 
 
-def precompiled_cuda_kernel(*, name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid,
-                            threadgroup, shared_memory=0, init_value=None, ensure_row_contiguous=False,
-                            stream=None, outputs=None) -> list:
+def precompiled_cuda_kernel(*args, name=REQUIRED, compiled_source=REQUIRED, inputs=REQUIRED, output_shapes=REQUIRED,
+                            output_dtypes=REQUIRED, scalars=REQUIRED, grid=REQUIRED, threadgroup=REQUIRED,
+                            shared_memory=0, init_value=None, ensure_row_contiguous=False, stream=None, outputs=None,
+                            **unknown) -> list:
     """Runs the entry point ``name`` of a precompiled CUDA binary and returns its outputs as a list.
+
+    Keyword arguments only: ``precompiled_cuda_kernel(*, name, compiled_source, inputs, output_shapes,
+    output_dtypes, scalars, grid, threadgroup, shared_memory=0, init_value=None, ensure_row_contiguous=False,
+    stream=None, outputs=None)``; positional arguments, unknown keywords and a missing required one are
+    ArgumentTypeError naming the keyword.
 
     ``compiled_source`` is PTX text, a cubin or a fatbin, as bytes. ``name`` is the exact entry symbol (the mangled
     name for a C++ kernel that is not ``extern "C"``). The kernel's parameters are, in order: a pointer per input,
@@ -41,6 +48,12 @@ def precompiled_cuda_kernel(*, name, compiled_source, inputs, output_shapes, out
     ``outputs=``, ``init_value``, ``stream`` and ``grid`` (counted in threads) behave as in ``cuda_kernel``; a Python
     scalar in ``inputs`` is passed as a pointer to a 0-d device array, as MLX does.
     """
+    if args or unknown or name is REQUIRED or compiled_source is REQUIRED or inputs is REQUIRED or \
+            output_shapes is REQUIRED or output_dtypes is REQUIRED or scalars is REQUIRED or grid is REQUIRED or \
+            threadgroup is REQUIRED:
+        bad_call("precompiled_cuda_kernel", args, unknown,
+                 dict(name=name, compiled_source=compiled_source, inputs=inputs, output_shapes=output_shapes,
+                      output_dtypes=output_dtypes, scalars=scalars, grid=grid, threadgroup=threadgroup))
     if not isinstance(name, str):
         raise ArgumentTypeError("name", f"expected the entry point's name (a string), got {type(name).__name__}")
     compiled_source = _binary_arg(compiled_source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import sys
 
-from ._errors import ArgumentError, ArgumentTypeError
+from ._errors import ArgumentError, ArgumentTypeError, JitKernelError
 
 _EXPECTED = ("expected None, an int stream handle, an object with __cuda_stream__ (cuda.core), "
              "a torch.cuda.Stream or a CuPy Stream")
@@ -22,27 +22,40 @@ def _checked(handle, source: str) -> int:
         value = operator.index(handle)
     except TypeError:
         raise ArgumentTypeError("stream", f"{source} gave {handle!r}, not an int handle") from None
-    if value < 0:
-        raise ArgumentError("stream", f"{source} gave {value}; a stream handle is a non-negative int")
+    if not 0 <= value < 2**64:
+        raise ArgumentError("stream", f"{source} gave {value}; a stream handle is a non-negative int below 2**64")
     return value
 
 
 def stream_handle(obj) -> int:
-    """The CUstream handle of a stream object (``__cuda_stream__``, torch / CuPy streams, NumPy ints)."""
+    """The CUstream handle of a stream object (``__cuda_stream__``, torch / CuPy streams, NumPy ints). Whatever
+    the object does wrong (a protocol method that raises, a result of the wrong type) is an error naming
+    ``stream``."""
+    try:
+        return _stream_handle(obj)
+    except JitKernelError:
+        raise
+    except Exception as e:
+        raise ArgumentTypeError("stream", f"reading the stream object ({type(obj).__qualname__}) failed "
+                                          f"({type(e).__name__}: {e})") from e
+
+
+def _stream_handle(obj) -> int:
     proto = getattr(obj, "__cuda_stream__", None)
     if proto is not None:
         value = proto() if callable(proto) else proto
         if not (isinstance(value, tuple) and len(value) == 2):
             raise ArgumentTypeError("stream", f"__cuda_stream__ must give (version, handle), got {value!r}")
         return _checked(value[1], "__cuda_stream__")
-    root = type(obj).__module__.partition(".")[0]
+    module = type(obj).__module__
+    root = module.partition(".")[0] if isinstance(module, str) else ""
     if root == "torch" and hasattr(obj, "cuda_stream"):
         return _checked(obj.cuda_stream, "torch stream .cuda_stream")
     if root in ("cupy", "cupy_backends") and hasattr(obj, "ptr"):
         return _checked(obj.ptr, "CuPy stream .ptr")
     if not isinstance(obj, bool) and hasattr(type(obj), "__index__"):
         return _checked(obj, "stream")
-    raise ArgumentTypeError("stream", f"{_EXPECTED}; got {type(obj).__module__}.{type(obj).__qualname__}")
+    raise ArgumentTypeError("stream", f"{_EXPECTED}; got {module}.{type(obj).__qualname__}")
 
 
 def current_stream_getter(framework: str):

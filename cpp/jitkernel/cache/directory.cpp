@@ -75,14 +75,18 @@ std::string directory_from_environment() {
 #endif
 }
 
-std::string prepare_private_folder(const std::string& path, bool create) {
+std::string prepare_private_folder(const std::string& path, bool create, LinkPolicy links) {
+  auto status = [&](struct stat& st) {
+    return links == LinkPolicy::Follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+  };
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {  // one stat when the folder exists (a warm start)
+  if (status(st) != 0) {  // one stat when the folder exists (a warm start)
     if (!create) return errno_text(errno);
     std::string problem = make_folders(path);
     if (!problem.empty()) return problem;
-    if (::stat(path.c_str(), &st) != 0) return errno_text(errno);
+    if (status(st) != 0) return errno_text(errno);
   }
+  if (S_ISLNK(st.st_mode)) return "a symbolic link, not a directory";
   if (!S_ISDIR(st.st_mode)) return "not a directory";
   if (st.st_uid != geteuid())
     return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +

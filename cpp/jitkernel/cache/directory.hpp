@@ -12,11 +12,17 @@ namespace jk::cache {
 // password database. Empty when no home folder can be found.
 std::string directory_from_environment();
 
+// Whether the last component of a folder's path may be a symbolic link: the
+// configured folder may (the user chose it), a subfolder inside it may not
+// (the cache never follows a link out of its folder).
+enum class LinkPolicy { Follow, Refuse };
+
 // Makes `path` a usable private folder: creates it and missing parents with
-// mode 0700 when `create`, then checks that it is a directory owned by this
-// user and not writable by group or others. Returns "" when usable, else why
-// not ("owned by uid 0, not by this user (uid 1000)", "cannot create it:
-// Read-only file system", ...).
-std::string prepare_private_folder(const std::string& path, bool create);
+// mode 0700 when `create`, then checks that it is a directory (not a link,
+// with LinkPolicy::Refuse) owned by this user and not writable by group or
+// others. Returns "" when usable, else why not ("owned by uid 0, not by this
+// user (uid 1000)", "cannot create it: Read-only file system", ...).
+std::string prepare_private_folder(const std::string& path, bool create,
+                                   LinkPolicy links = LinkPolicy::Follow);
 
 }  // namespace jk::cache

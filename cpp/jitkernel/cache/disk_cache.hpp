@@ -5,17 +5,24 @@
 //
 // Folder: $JITKERNEL_CACHE_DIR, else $XDG_CACHE_HOME/jitkernel or
 // ~/.cache/jitkernel (Linux), ~/Library/Caches/jitkernel (macOS).
-// JITKERNEL_CACHE=0 disables it; JITKERNEL_CACHE_MAX_BYTES caps its size
-// (default 1 GiB; least recently used entries are evicted after a store).
-// The environment is read on first use (and again after reset()).
+// JITKERNEL_CACHE=0 disables it; JITKERNEL_CACHE_MAX_BYTES caps the size of
+// everything it stores (default 1 GiB; a store first evicts least recently
+// used entries to make room, also with concurrent writers: see make_room in
+// disk_cache.cpp). The environment is read on first use (and again after
+// reset()).
 //
 // Never an error: a folder that cannot be used (owned by another user,
 // writable by group/others, not creatable) or a write that fails (read-only
 // or full disk) turns the disk cache off for the process with one warning
 // per cause (see set_warning_handler); compiles then stay in memory only.
+// Whatever the folder holds never blocks, crashes or exhausts memory: files
+// are opened non-blocking without following links, anything but a regular
+// file is a bad entry, reads are bounded by the cap and the file's size.
 // Entries carry a checksum; a bad one is ignored (and replaced on the next
-// store). Writes are atomic (temp file + fsync + rename), no lock files.
-// All functions are thread-safe and safe against concurrent processes.
+// store). One entry that cannot be stored (a folder in its place) is skipped
+// with one warning; the others still are. Writes are atomic (temp file +
+// fsync + rename), no lock files. All functions are thread-safe and safe
+// against concurrent processes.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +39,8 @@ using Key = Digest;
 // The absolute cache folder when the disk cache is enabled and usable
 // (created 0700, owned by this user, not writable by group/others), else
 // nullopt (JITKERNEL_CACHE=0, or turned off after its one warning). Entries
-// live in its "kernels" subfolder, records (below) in "records"; NVRTC
-// precompiled headers belong in its "pch" subfolder (clear() empties all
-// three; only "kernels" counts toward the cap and info()).
+// live in its "kernels" subfolder, records (below) in "records"; both count
+// toward the cap, and neither may be a symbolic link.
 std::optional<std::string> active_directory();
 
 // The folder the configuration names, whether or not it is usable or enabled
@@ -46,9 +52,12 @@ std::string configured_directory();
 // cache off). A hit marks the entry recently used.
 std::optional<std::string> load(const Key& key);
 
-// Stores `payload` under `key` (atomic replace), then evicts least recently
-// used entries while the folder holds more than the cap. Failures turn the
-// disk cache off with a warning; nothing is thrown.
+// Stores `payload` under `key` (atomic replace), evicting least recently
+// used entries first so that everything stored stays within the cap (not
+// stored when writers in flight hold all the room). A folder that does not
+// take files turns the disk cache off with a warning; an entry whose name is
+// taken by something that cannot be replaced is skipped with one warning.
+// Nothing is thrown.
 void store(const Key& key, std::string_view payload);
 
 // Records: small payloads that are not compiled code (the toolkit
@@ -56,8 +65,9 @@ void store(const Key& key, std::string_view payload);
 // format (checksum, atomic replace) in the folder's "records" subfolder
 // (created 0700 and checked like the folder itself), but without fsync (a
 // record torn by a crash fails its checksum: it only costs redoing the work
-// it saved). They are not counted by info(), at most 64 are kept (least
-// recently used removed), and clear() removes them. Silent: a missing or bad
+// it saved). They count toward the cap and info().bytes (not entries), at
+// most 64 are kept (least recently used removed), and clear() removes them.
+// Silent: a missing or bad
 // record is nullopt, a failed write is ignored (the caller just does its work
 // again next time).
 std::optional<std::string> load_record(const Key& key);
@@ -68,7 +78,8 @@ struct Info {
   bool enabled = false;         // active_directory() has a value
   std::string disabled_reason;  // why not, when !enabled
   std::uint64_t entries = 0;    // entry files in the folder now
-  std::uint64_t bytes = 0;      // their total size
+  std::uint64_t bytes = 0;      // size of everything the cap counts (entries,
+                                // records, temp files being written)
   std::uint64_t max_bytes = 0;  // the cap
   // This process: loads that found a valid entry / found none / found a bad
   // one (counted in misses too), entries written, entries evicted.
@@ -80,11 +91,17 @@ struct Info {
 };
 Info info();
 
-// Removes every entry (and stale temp file), record and precompiled header
-// from the folder; returns how many entries were removed. Works on the
+// Removes every entry, record and temp file of jitkernel's from the folder:
+// files named like them that are regular files starting with the entry magic
+// (temp files: by name), never a link (nor a subfolder that is one) nor any
+// other file; returns how many entries and records were removed. Works on the
 // configured folder even when it has been turned off for writing, as long as
 // it passes the ownership checks.
-std::uint64_t clear();
+struct Cleared {
+  std::uint64_t entries = 0;
+  std::uint64_t records = 0;
+};
+Cleared clear();
 
 // Forgets the configuration, the causes already warned about and the
 // counters, so that the environment is read again on next use (tests, and

@@ -8,7 +8,7 @@
 namespace jk::cache {
 namespace {
 
-constexpr std::uint8_t kMagic[8] = {0x89, 'J', 'K', 'C', '\r', '\n', 0x1a, '\n'};
+constexpr std::uint8_t kMagic[kEntryMagicSize] = {0x89, 'J', 'K', 'C', '\r', '\n', 0x1a, '\n'};
 constexpr std::size_t kVersionAt = 8, kHeaderSizeAt = 12, kKeyAt = 16, kPayloadSizeAt = 48,
                       kChecksumAt = 56, kReservedAt = 88;
 
@@ -23,6 +23,10 @@ std::uint64_t get_le(const std::uint8_t* p, std::size_t bytes) {
 }
 
 }  // namespace
+
+bool has_entry_magic(const std::uint8_t (&first)[kEntryMagicSize]) {
+  return std::memcmp(first, kMagic, kEntryMagicSize) == 0;
+}
 
 EntryHeaderBytes encode_entry_header(const Digest& key, std::string_view payload) {
   EntryHeaderBytes h{};

@@ -24,6 +24,11 @@ namespace jk::cache {
 inline constexpr std::size_t kEntryHeaderSize = 96;
 using EntryHeaderBytes = std::array<std::uint8_t, kEntryHeaderSize>;
 
+// The first bytes of every entry file (the magic): enough to tell one of
+// our entries from someone else's file before removing it.
+inline constexpr std::size_t kEntryMagicSize = 8;
+bool has_entry_magic(const std::uint8_t (&first)[kEntryMagicSize]);
+
 EntryHeaderBytes encode_entry_header(const Digest& key, std::string_view payload);
 
 // Checks a header read from a file of `file_size` bytes against `key`.

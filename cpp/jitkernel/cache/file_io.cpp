@@ -1,6 +1,7 @@
 // The file helpers of file_io.hpp.
 #include "jitkernel/cache/file_io.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,22 @@ bool Fd::reset() {
   int r = ::close(fd_);
   fd_ = -1;
   return r == 0;
+}
+
+OpenedAs open_for_reading(int dirfd, const char* name, Fd& fd, struct stat& st) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  // It does not change reads of a regular file.
+  int raw;
+  do {
+    raw = ::openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  } while (raw < 0 && errno == EINTR);
+  fd = Fd(raw);
+  if (!fd) return OpenedAs::Missing;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fd.reset();
+    return OpenedAs::NotAFile;
+  }
+  return OpenedAs::File;
 }
 
 bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset) {

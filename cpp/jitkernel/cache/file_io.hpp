@@ -1,6 +1,7 @@
 // Small POSIX file helpers for the disk cache: an owning file descriptor,
-// reads/writes that retry until complete (EINTR, short transfers), and file
-// times.
+// the one way every reader opens a file of the cache folder (never blocking,
+// never following a link), reads/writes that retry until complete (EINTR,
+// short transfers), and file times.
 #pragma once
 
 #include <sys/stat.h>
@@ -18,6 +19,15 @@ class Fd {
   ~Fd() { reset(); }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.fd_;
+      other.fd_ = -1;
+    }
+    return *this;
+  }
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
   // Closes now; returns false (errno set) when close reports an error.
@@ -26,6 +36,17 @@ class Fd {
  private:
   int fd_;
 };
+
+// Opening a file of the cache folder for reading. Whatever the folder holds
+// in its place (a FIFO, a device, a socket, a folder, a link), the open
+// neither blocks nor follows a link: O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+// then fstat of the opened descriptor decides.
+enum class OpenedAs {
+  File,        // a regular file: `fd` and `st` are set
+  Missing,     // could not be opened (none, a symbolic link, no permission)
+  NotAFile,    // something else is there (closed again)
+};
+OpenedAs open_for_reading(int dirfd, const char* name, Fd& fd, struct stat& st);
 
 // Reads exactly `size` bytes at `offset`; false on an error or end of file.
 bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset);
