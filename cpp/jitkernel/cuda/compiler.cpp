@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit.hpp"
@@ -150,11 +151,13 @@ CompileResult run_nvrtc(const std::string& source, const std::string& program_na
     options.erase(std::remove(options.begin(), options.end(), kMinimal), options.end());
   }
   Program program(source, program_name);
+  CompileReport report("NVRTC", program_name, arch, source.size());
   nvrtcResult r = program.compile(options);
   CompileResult out;
   if (r == NVRTC_SUCCESS) {
     out.ok = true;
     out.binary = program.binary(target);
+    report.finished();
     return out;
   }
   out.log = program.log();
