@@ -15,7 +15,9 @@
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
 # Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
-# keep references to the Python frames they walk, so objects outlive the interpreter under them.
+# keep references to the Python frames they walk, so objects outlive the interpreter under them. Child processes
+# (many tests run their scenario in one) are checked too (--target-processes all): with application-only, a child
+# that uses CUDA waits for a sanitizer that never attaches, and the test hangs.
 #
 # Each step has a time limit and the run keeps going after a failing step; the whole run stays inside
 # JK_BUDGET_S seconds (default 480) so the summary is always written. JK_COMMIT names the commit when the
@@ -106,7 +108,7 @@ cmake -S . -B \$d \$gen -DCMAKE_BUILD_TYPE=Release -DJITKERNEL_BUILD_PYTHON=OFF 
 cmake --build \$d --target jitkernel_bench -j \$(nproc) >\$d.build.log 2>&1 || { tail -n 60 \$d.build.log; exit 1; }; \
 eval \"\$($PY benchmarks/cpp/toolkit_env.py)\"; \$d/benchmarks/cpp/jitkernel_bench"
 fi
-SANITIZER="compute-sanitizer --show-backtrace device --target-processes application-only --error-exitcode 3"
+SANITIZER="compute-sanitizer --show-backtrace device --target-processes all --error-exitcode 3"
 if wanted memcheck || wanted racecheck || wanted soak; then
   rm -f "$OUT/hardening.log"
 fi
