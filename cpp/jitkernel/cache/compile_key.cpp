@@ -1,6 +1,7 @@
-// The compile key of compile_key.hpp: the fields in a fixed order, then the
-// header fingerprints (stat calls, no file reads). A folder's own fingerprint
-// is taken once per process; the source's #include targets on every key.
+// The compile key of compile_key.hpp: the fields in a fixed order, then each
+// include folder's fingerprint (taken once per process), then the include
+// closure of the source (stat calls, and for files outside the toolkit's
+// folders their content, hashed once per process while unchanged).
 #include "jitkernel/cache/compile_key.hpp"
 
 #include <mutex>
@@ -21,53 +22,38 @@ constexpr const char* kToolkitHeaders[] = {
     "cuda_runtime_api.h",
     "cuda/std/__cccl/version.h",
 };
+// A folder holding one of these is a toolkit's (CUDA runtime headers, CCCL).
+constexpr const char* kToolkitMarkers[] = {"cuda_runtime_api.h", "cuda/std/__cccl/version.h"};
 
-bool is_space(char c) { return c == ' ' || c == '\t'; }
+struct Folder {
+  std::string fingerprint;  // the folder's own size+mtime and its toolkit headers'
+  bool toolkit = false;
+};
 
-// The folder's own size+mtime and its toolkit headers', once per process.
-std::string folder_fingerprint(const std::string& dir) {
+// Once per process per folder.
+const Folder& folder(const std::string& dir) {
   static std::mutex mutex;
-  static auto* memo = new std::unordered_map<std::string, std::string>;
+  static auto* memo = new std::unordered_map<std::string, Folder>;  // nodes never move or die
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = memo->find(dir);
     if (it != memo->end()) return it->second;
   }
-  std::string fingerprint = stat_fingerprint(dir);
-  for (const char* header : kToolkitHeaders)
-    fingerprint += std::string("\n") + header + ": " + stat_fingerprint(dir + "/" + header);
+  Folder f;
+  f.fingerprint = stat_fingerprint(dir);
+  for (const char* header : kToolkitHeaders) {
+    const std::string stat = stat_fingerprint(dir + "/" + header);
+    f.fingerprint += std::string("\n") + header + ": " + stat;
+    for (const char* marker : kToolkitMarkers)
+      if (stat != "missing" && std::string_view(header) == marker) f.toolkit = true;
+  }
   std::lock_guard<std::mutex> lock(mutex);
-  return memo->emplace(dir, std::move(fingerprint)).first->second;
+  return memo->emplace(dir, std::move(f)).first->second;
 }
 
 }  // namespace
 
-std::vector<std::string> include_targets(std::string_view source) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at < source.size()) {
-    std::size_t end = source.find('\n', at);
-    if (end == std::string_view::npos) end = source.size();
-    std::string_view line = source.substr(at, end - at);
-    at = end + 1;
-    std::size_t i = 0;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (i >= line.size() || line[i] != '#') continue;
-    ++i;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (line.substr(i, 7) != "include") continue;
-    i += 7;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (i >= line.size() || (line[i] != '<' && line[i] != '"')) continue;
-    const char close = line[i] == '<' ? '>' : '"';
-    std::size_t stop = line.find(close, i + 1);
-    if (stop == std::string_view::npos || stop == i + 1) continue;
-    out.emplace_back(line.substr(i + 1, stop - i - 1));
-  }
-  return out;
-}
-
-Digest compile_key(const CompileKeyInputs& in) {
+CompileKey compile_key_of(const CompileKeyInputs& in) {
   KeyBuilder key;
   key.add("source", in.source)
       .add("program name", in.program_name)
@@ -75,12 +61,20 @@ Digest compile_key(const CompileKeyInputs& in) {
       .add("arch", in.arch)
       .add("compiler", in.compiler);
   for (const std::string& option : in.options) key.add("option", option);
-  const std::vector<std::string> targets = include_targets(in.source);
+  IncludeSearch search;
+  search.program_name = in.program_name;
+  search.include_dirs = in.include_dirs;
   for (const std::string& dir : in.include_dirs) {
-    key.add("include dir", dir).add("folder", folder_fingerprint(dir));
-    for (const std::string& target : targets) key.add(target, stat_fingerprint(dir + "/" + target));
+    const Folder& f = folder(dir);
+    key.add("include dir", dir).add("folder", f.fingerprint);
+    if (f.toolkit) search.toolkit_dirs.push_back(dir);
   }
-  return key.finish();
+  IncludeClosure closure = include_closure(in.source, search);
+  for (const auto& [path, state] : closure.files) key.add(path, state);
+  if (!closure.incomplete.empty()) key.add("not covered", closure.incomplete);
+  return {key.finish(), std::move(closure.incomplete)};
 }
+
+Digest compile_key(const CompileKeyInputs& inputs) { return compile_key_of(inputs).digest; }
 
 }  // namespace jk::cache

@@ -752,4 +752,6 @@ void set_warning_handler(WarningHandler handler) {
   s.handler = handler;
 }
 
+void warn(const std::string& cause, const std::string& message) { emit({{cause, message}}); }
+
 }  // namespace jk::cache

@@ -115,4 +115,8 @@ void reset();
 using WarningHandler = void (*)(const std::string& message);
 void set_warning_handler(WarningHandler handler);
 
+// Reports `message` like the cache's own warnings, once per `cause` (until
+// reset()): for a compile the cache must leave alone (compile_key.hpp).
+void warn(const std::string& cause, const std::string& message);
+
 }  // namespace jk::cache

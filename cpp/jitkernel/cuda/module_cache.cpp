@@ -2,7 +2,9 @@
 // run outside the lock (they take milliseconds to seconds); module loads run
 // under it so that an image is never loaded twice on one device. Compiled
 // binaries go through the disk cache (cache/disk_cache.hpp) keyed by
-// cache/compile_key.hpp.
+// cache/compile_key.hpp, which also keys the in-memory cache (so a header
+// edited while the process runs is compiled again); a binary is stored only
+// when the key computed again after the compile is unchanged.
 #include "jitkernel/cuda/module_cache.hpp"
 
 #include <dlfcn.h>
@@ -69,13 +71,33 @@ std::string nvrtc_program_name(const GeneratedKernel& kernel) {
   return kernel.program_name.empty() ? kernel.entry_name + ".cu" : kernel.program_name;
 }
 
-// Disk cache, else `compile` (whose result is stored on disk).
-template <typename Compile>
-std::string through_disk(const cache::Digest& key, Compile&& compile) {
-  if (std::optional<std::string> hit = cache::load(key)) return std::move(*hit);
-  std::string binary = compile();
-  cache::store(key, binary);
-  return binary;
+struct Compiled {
+  std::string binary;
+  // False when a file the key covers changed while NVRTC ran: the binary may
+  // be of either version, so it is kept under no key.
+  bool keyed = true;
+};
+
+// The disk cache, else `compile` (whose result is stored on disk if
+// `rekey`, the key computed again after the compile, is still `key`). A
+// compile whose key cannot cover what it reads (cache/compile_key.hpp)
+// neither uses nor fills the disk cache, with one warning.
+template <typename Rekey, typename Compile>
+Compiled through_disk(const cache::CompileKey& key, const std::string& program_name, Rekey&& rekey,
+                      Compile&& compile) {
+  if (!key.not_covered.empty()) {
+    if (cache::active_directory()) {
+      cache::warn("not covered: " + key.not_covered,
+                  "'" + program_name + "' is kept in memory only, not in the compile cache: " +
+                      key.not_covered + ", so the cache cannot tell when that file changes");
+    }
+    return {compile(), true};
+  }
+  if (std::optional<std::string> hit = cache::load(key.digest)) return {std::move(*hit), true};
+  Compiled out{compile(), true};
+  out.keyed = rekey().digest == key.digest;
+  if (out.keyed) cache::store(key.digest, out.binary);
+  return out;
 }
 
 std::string identity_memo_key(const ToolkitPaths& paths) {
@@ -96,7 +118,7 @@ std::string with_preloads(std::string identity, const ToolkitPaths& paths) {
 }
 
 // compile_key's fields besides the options (which its callers choose).
-cache::Digest key_with_options(const std::string& source, const std::string& program_name,
+cache::CompileKey key_with_options(const std::string& source, const std::string& program_name,
                                const std::string& arch, CompileTarget target,
                                std::vector<std::string> options) {
   cache::CompileKeyInputs in;
@@ -107,7 +129,7 @@ cache::Digest key_with_options(const std::string& source, const std::string& pro
   in.options = std::move(options);
   in.compiler = compiler_identity();
   in.include_dirs = toolkit_paths().include_dirs;
-  return cache::compile_key(in);
+  return cache::compile_key_of(in);
 }
 
 }  // namespace
@@ -145,43 +167,53 @@ std::string compiler_identity() {
   return identity_memo().emplace(memo_key, std::move(identity)).first->second;
 }
 
-cache::Digest compile_key(const std::string& source, const std::string& program_name,
-                          const std::string& arch, CompileTarget target) {
+cache::CompileKey compile_key(const std::string& source, const std::string& program_name,
+                              const std::string& arch, CompileTarget target) {
   return key_with_options(source, program_name, arch, target,
                           compile_options(arch, target, source));
 }
 
-cache::Digest compile_key(const GeneratedKernel& kernel, const std::string& arch,
-                          CompileTarget target) {
+cache::CompileKey compile_key(const GeneratedKernel& kernel, const std::string& arch,
+                              CompileTarget target) {
   return key_with_options(kernel.source, nvrtc_program_name(kernel), arch, target,
                           compile_options(arch, target, kernel));
 }
 
 std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
                                       CompileTarget target) {
-  return through_disk(compile_key(kernel, arch, target),
-                      [&] { return compile_kernel(kernel, arch, target); });
+  return through_disk(
+             compile_key(kernel, arch, target), nvrtc_program_name(kernel),
+             [&] { return compile_key(kernel, arch, target); },
+             [&] { return compile_kernel(kernel, arch, target); })
+      .binary;
 }
 
 std::string compile_source_persistent(const std::string& source, const std::string& program_name,
                                       const std::string& arch, CompileTarget target) {
-  return through_disk(compile_key(source, program_name, arch, target),
-                      [&] { return compile_source(source, program_name, arch, target); });
+  return through_disk(
+             compile_key(source, program_name, arch, target), program_name,
+             [&] { return compile_key(source, program_name, arch, target); },
+             [&] { return compile_source(source, program_name, arch, target); })
+      .binary;
 }
 
 std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& kernel,
                                                          const std::string& arch) {
-  const cache::Digest key = compile_key(kernel, arch, CompileTarget::Cubin);
+  const cache::CompileKey key = compile_key(kernel, arch, CompileTarget::Cubin);
   BinaryCache& memory = binary_cache();
   {
     std::lock_guard<std::mutex> lock(memory.mutex);
-    auto it = memory.entries.find(key);
+    auto it = memory.entries.find(key.digest);
     if (it != memory.entries.end()) return it->second;
   }
-  auto cubin = std::make_shared<const std::string>(
-      through_disk(key, [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); }));
+  Compiled compiled = through_disk(
+      key, nvrtc_program_name(kernel),
+      [&] { return compile_key(kernel, arch, CompileTarget::Cubin); },
+      [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); });
+  auto cubin = std::make_shared<const std::string>(std::move(compiled.binary));
+  if (!compiled.keyed) return cubin;
   std::lock_guard<std::mutex> lock(memory.mutex);
-  return memory.entries.emplace(key, std::move(cubin)).first->second;
+  return memory.entries.emplace(key.digest, std::move(cubin)).first->second;
 }
 
 CUmodule load_module(int device, const std::string& image) {

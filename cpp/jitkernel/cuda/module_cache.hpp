@@ -2,7 +2,7 @@
 // precompiled_cuda_kernel:
 //  - cubins compiled from generated kernels, keyed by their full content
 //    (cache/compile_key.hpp: source text, options, architecture, NVRTC
-//    build, header fingerprints, jitkernel version), so kernels with
+//    build, the files it can #include, jitkernel version), so kernels with
 //    identical text compile once; in memory for the process and on disk
 //    (cache/disk_cache.hpp) across processes;
 //  - modules loaded per (binary content, device), so an image is loaded once
@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/cache/compile_key.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
@@ -36,16 +36,17 @@ std::string compile_source_persistent(const std::string& source, const std::stri
                                       const std::string& arch, CompileTarget target);
 
 // The disk cache key of compiling `source` as `program_name` with the
-// current toolkit (cache/compile_key.hpp): compile_options() and the NVRTC
-// library's identity among the rest. Throws ArgumentError for a bad `arch`,
-// CudaNotAvailable when NVRTC cannot be loaded (the options depend on its
-// version).
-cache::Digest compile_key(const std::string& source, const std::string& program_name,
+// current toolkit (cache/compile_key.hpp): compile_options(), the NVRTC
+// library's identity and the files the source can #include among the rest
+// (not_covered says when those cannot be known: no disk cache then). Throws
+// ArgumentError for a bad `arch`, CudaNotAvailable when NVRTC cannot be
+// loaded (the options depend on its version).
+cache::CompileKey compile_key(const std::string& source, const std::string& program_name,
                           const std::string& arch, CompileTarget target);
 // The key of a generated kernel (what compile_kernel_cached and
 // compile_kernel_persistent use): its source under its program name, with
 // the options compile_options(arch, target, kernel) gives.
-cache::Digest compile_key(const GeneratedKernel& kernel, const std::string& arch,
+cache::CompileKey compile_key(const GeneratedKernel& kernel, const std::string& arch,
                           CompileTarget target);
 
 // The identity of the NVRTC library compiles use (part of compile_key): the

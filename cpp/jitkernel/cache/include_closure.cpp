@@ -1,0 +1,503 @@
+// The #include scanner and lookup of include_closure.hpp. The scanner is a
+// small lexer over the text with its line splices removed: it skips comments
+// and string, character and raw string literals (so that "/*" inside a
+// literal does not hide a directive) and number literals (whose ' digit
+// separators are not character literals), and reads a directive wherever a
+// '#' (or the digraph %:) starts a line. Each file's SHA-256 and directives
+// are memoized per process by its stat identity.
+#include "jitkernel/cache/include_closure.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "jitkernel/cache/file_io.hpp"
+#include "jitkernel/cache/sha256.hpp"
+
+namespace jk::cache {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;  // UTF-8 in identifiers
+}
+bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
+bool is_hspace(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; }
+// NVRTC ends a line at a lone carriage return too; ending it early here only
+// makes the scan look at more text as code.
+bool is_eol(char c) { return c == '\n' || c == '\r'; }
+
+// Translation phase 2: backslash-newline (also backslash-CR-LF) removed.
+// NVRTC does not splice a backslash followed by spaces.
+std::string remove_splices(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      if (i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+bool has_splice(std::string_view text) {
+  for (std::size_t at = text.find('\\'); at != std::string_view::npos; at = text.find('\\', at + 1)) {
+    if (at + 1 < text.size() && (text[at + 1] == '\n' || text[at + 1] == '\r')) return true;
+  }
+  return false;
+}
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : t_(text) {}
+
+  std::vector<IncludeDirective> run() {
+    bool line_start = true;  // only whitespace and comments so far on this line
+    while (i_ < t_.size()) {
+      const char c = t_[i_];
+      if (is_eol(c)) {
+        line_start = true;
+        ++i_;
+      } else if (is_hspace(c)) {
+        ++i_;
+      } else if (c == '/' && peek(1) == '/') {
+        while (i_ < t_.size() && !is_eol(t_[i_])) ++i_;
+      } else if (c == '/' && peek(1) == '*') {
+        skip_block_comment();
+      } else if (line_start && (c == '#' || (c == '%' && peek(1) == ':'))) {
+        const std::size_t start = i_;
+        i_ += c == '#' ? 1 : 2;
+        directive(start);
+        line_start = false;
+      } else {
+        line_start = false;
+        if (c == '"' || c == '\'') {
+          skip_quoted(c);
+        } else if (is_digit(c) || (c == '.' && is_digit(peek(1)))) {
+          skip_number();
+        } else if (is_ident_start(c)) {
+          identifier();
+        } else {
+          ++i_;
+        }
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  char peek(std::size_t k) const { return i_ + k < t_.size() ? t_[i_ + k] : '\0'; }
+
+  void skip_block_comment() {
+    std::size_t end = t_.find("*/", i_ + 2);
+    i_ = end == std::string_view::npos ? t_.size() : end + 2;
+  }
+
+  // Spaces, tabs and block comments (a comment is one space, even across lines).
+  void skip_hspace_and_comments() {
+    while (i_ < t_.size()) {
+      if (is_hspace(t_[i_])) {
+        ++i_;
+      } else if (t_[i_] == '/' && peek(1) == '*') {
+        skip_block_comment();
+      } else {
+        break;
+      }
+    }
+  }
+
+  // A string or character literal; it ends at its line's end at the latest.
+  void skip_quoted(char quote) {
+    ++i_;
+    while (i_ < t_.size() && t_[i_] != quote && !is_eol(t_[i_])) {
+      if (t_[i_] == '\\' && i_ + 1 < t_.size() && !is_eol(t_[i_ + 1])) ++i_;
+      ++i_;
+    }
+    if (i_ < t_.size() && t_[i_] == quote) ++i_;
+  }
+
+  // At the quote of R"delim( ... )delim". A delimiter that is not one (too
+  // long, or with a character a delimiter cannot hold) makes it an ordinary
+  // string, whose end is its line's.
+  void skip_raw_string() {
+    std::size_t open = i_ + 1;
+    while (open < t_.size() && open - i_ <= 17 && t_[open] != '(') {
+      char c = t_[open];
+      if (is_hspace(c) || is_eol(c) || c == ')' || c == '\\' || c == '"') break;
+      ++open;
+    }
+    if (open >= t_.size() || t_[open] != '(' || open - i_ > 17) {
+      skip_quoted('"');
+      return;
+    }
+    std::string closing = ")";
+    closing.append(t_.substr(i_ + 1, open - i_ - 1));
+    closing.push_back('"');
+    std::size_t end = t_.find(closing, open + 1);
+    i_ = end == std::string_view::npos ? t_.size() : end + closing.size();
+  }
+
+  // A preprocessing number: digits, letters, '.', digit separators and
+  // exponent signs (1e-5f, 0x1p+3, 1'000'000ull).
+  void skip_number() {
+    while (i_ < t_.size()) {
+      const char c = t_[i_];
+      const char prev = i_ > 0 ? t_[i_ - 1] : '\0';
+      if (is_ident_char(c) || c == '.') {
+        ++i_;
+      } else if (c == '\'' && is_ident_char(peek(1))) {
+        i_ += 2;
+      } else if ((c == '+' || c == '-') &&
+                 (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
+        ++i_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  std::string_view read_identifier() {
+    const std::size_t start = i_;
+    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
+    return t_.substr(start, i_ - start);
+  }
+
+  void identifier() {
+    std::string_view word = read_identifier();
+    if (peek(0) == '"' &&
+        (word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R")) {
+      skip_raw_string();
+    } else if (word == "__has_include" || word == "__has_include_next") {
+      has_include(word.size() > 13);
+    }
+  }
+
+  // The rest of the line from `from`, for messages.
+  std::string line_text(std::size_t from) const {
+    std::size_t end = from;
+    while (end < t_.size() && !is_eol(t_[end])) ++end;
+    std::string text(t_.substr(from, std::min<std::size_t>(end - from, 100)));
+    while (!text.empty() && is_hspace(text.back())) text.pop_back();
+    return text;
+  }
+
+  // At the opening '"' or '<': records the header name up to its closing
+  // character on the same line; false when there is none.
+  bool header_name(bool every_folder) {
+    const char close = t_[i_] == '<' ? '>' : '"';
+    std::size_t end = i_ + 1;
+    while (end < t_.size() && t_[end] != close && !is_eol(t_[end])) ++end;
+    if (end >= t_.size() || t_[end] != close) return false;
+    IncludeDirective d;
+    d.form = close == '>' ? IncludeDirective::Form::Angle : IncludeDirective::Form::Quoted;
+    d.every_folder = every_folder;
+    d.name.assign(t_.substr(i_ + 1, end - i_ - 1));
+    out_.push_back(std::move(d));
+    i_ = end + 1;
+    return true;
+  }
+
+  void computed(std::string text, bool every_folder) {
+    IncludeDirective d;
+    d.form = IncludeDirective::Form::Computed;
+    d.every_folder = every_folder;
+    d.name = std::move(text);
+    out_.push_back(std::move(d));
+  }
+
+  // After '#': #include and #include_next; other directives are lexed like
+  // code (their __has_include operators count).
+  void directive(std::size_t start) {
+    skip_hspace_and_comments();
+    if (!is_ident_start(peek(0))) return;
+    const std::size_t word_at = i_;
+    std::string_view word = read_identifier();
+    if (word != "include" && word != "include_next") {
+      i_ = word_at;
+      return;
+    }
+    const bool next = word.size() > 7;
+    skip_hspace_and_comments();
+    if (i_ >= t_.size() || is_eol(t_[i_])) return;  // no name: an error, reads nothing
+    if ((t_[i_] == '"' || t_[i_] == '<') && header_name(next)) return;
+    computed(line_text(start), next);
+  }
+
+  // After __has_include: `( "name" )` or `( <name> )`; a macro argument
+  // cannot be looked up.
+  void has_include(bool every_folder) {
+    const std::size_t word_at = i_ - (every_folder ? 18 : 13);
+    skip_hspace_and_comments();
+    if (peek(0) != '(') return;  // #ifdef __has_include, defined(__has_include)
+    ++i_;
+    skip_hspace_and_comments();
+    if (i_ < t_.size() && (t_[i_] == '"' || t_[i_] == '<') && header_name(every_folder)) return;
+    computed(line_text(word_at), every_folder);
+  }
+
+  std::string_view t_;
+  std::size_t i_ = 0;
+  std::vector<IncludeDirective> out_;
+};
+
+// --- files: read, hashed and scanned once per stat identity -----------------
+
+// Filesystems stamp times at a clock tick (up to 2 s on some): a file written
+// within that long of being hashed could be written again with the same
+// size and times, so its hash is not reused.
+constexpr std::int64_t kTimestampResolutionNs = 2'000'000'000;
+constexpr std::size_t kMaxMemoFiles = 4096;
+
+struct ScannedFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime = 0;
+  std::int64_t ctime = 0;
+  std::string state;  // "sha256 <hex>"
+  std::vector<IncludeDirective> includes;
+};
+
+bool same_file(const ScannedFile& f, const struct stat& st) {
+  return f.dev == st.st_dev && f.ino == st.st_ino && f.size == st.st_size &&
+         f.mtime == mtime_ns(st) && f.ctime == ctime_ns(st);
+}
+
+struct FileMemo {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const ScannedFile>> files;
+};
+
+FileMemo& file_memo() {
+  static auto* memo = new FileMemo;  // never destroyed: usable from exit-time code
+  return *memo;
+}
+
+std::int64_t now_ns() {
+  struct timespec t;
+  if (::clock_gettime(CLOCK_REALTIME, &t) != 0) return 0;
+  return std::int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// The whole of the regular file `path` (opened without blocking: a FIFO
+// put in its place since the stat must not hang), with its stat; nullptr
+// and errno set when it cannot be read.
+std::shared_ptr<const ScannedFile> read_and_scan(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0) return nullptr;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  std::string text;
+  text.reserve(static_cast<std::size_t>(st.st_size));
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return nullptr;
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  auto file = std::make_shared<ScannedFile>();
+  file->dev = st.st_dev;
+  file->ino = st.st_ino;
+  file->size = st.st_size;
+  file->mtime = mtime_ns(st);
+  file->ctime = ctime_ns(st);
+  file->state = "sha256 " + to_hex(sha256(text));
+  file->includes = scan_includes(text);
+  return file;
+}
+
+// `path`'s hash and directives, from the memo while `st` (a fresh stat of
+// it) says it is unchanged.
+std::shared_ptr<const ScannedFile> scanned(const std::string& path, const struct stat& st) {
+  FileMemo& memo = file_memo();
+  {
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    auto it = memo.files.find(path);
+    if (it != memo.files.end() && same_file(*it->second, st)) return it->second;
+  }
+  const std::int64_t started = now_ns();
+  std::shared_ptr<const ScannedFile> file = read_and_scan(path);
+  if (!file) return nullptr;
+  if (std::max(file->mtime, file->ctime) + kTimestampResolutionNs < started) {
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    if (memo.files.size() >= kMaxMemoFiles) memo.files.clear();
+    memo.files.insert_or_assign(path, file);
+  }
+  return file;
+}
+
+// --- the lookup -------------------------------------------------------------
+
+std::string folder_of(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string join(const std::string& folder, const std::string& name) {
+  if (folder.empty() || folder.back() == '/') return folder + name;
+  return folder + "/" + name;
+}
+
+bool inside(const std::string& path, const std::string& folder) {
+  if (folder.empty()) return false;
+  if (folder.back() == '/') return path.compare(0, folder.size(), folder) == 0;
+  return path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 &&
+         path[folder.size()] == '/';
+}
+
+class Walk {
+ public:
+  Walk(const IncludeSearch& search, IncludeClosure& out) : search_(search), out_(out) {}
+
+  void source(std::string_view text) {
+    const std::vector<IncludeDirective> directives = scan_includes(text);
+    if (directives.empty()) return;
+    if (!absolute_ok()) return;
+    for (const std::string& dir : search_.include_dirs) dirs_.push_back(absolute(dir));
+    for (const std::string& dir : search_.toolkit_dirs) toolkit_.push_back(absolute(dir));
+    follow(directives, absolute(folder_of(search_.program_name)), search_.program_name, 0);
+  }
+
+ private:
+  // Include depth beyond which NVRTC would have given up long before.
+  static constexpr int kMaxDepth = 200;
+
+  enum class Seen { Found, Skipped };  // Skipped: the search went on past it
+
+  bool absolute_ok() {
+    char buffer[4096];
+    if (::getcwd(buffer, sizeof(buffer)) == nullptr) {
+      out_.incomplete = "the current folder has no name (" + errno_text(errno) +
+                        "), so relative #include paths cannot be followed";
+      return false;
+    }
+    cwd_ = buffer;
+    return true;
+  }
+
+  std::string absolute(const std::string& path) const {
+    if (!path.empty() && path[0] == '/') return path;
+    return path.empty() ? cwd_ : join(cwd_, path);
+  }
+
+  void follow(const std::vector<IncludeDirective>& directives, const std::string& folder,
+              const std::string& where, int depth) {
+    if (depth > kMaxDepth) {
+      if (out_.incomplete.empty())
+        out_.incomplete = "#include files nest deeper than " + std::to_string(kMaxDepth) + " at " + where;
+      return;
+    }
+    for (const IncludeDirective& d : directives) {
+      if (d.form == IncludeDirective::Form::Computed) {
+        if (out_.incomplete.empty())
+          out_.incomplete = "'" + d.name + "' in " + where + " names its file through a macro";
+        continue;
+      }
+      if (d.name.empty()) continue;  // an error; reads nothing
+      if (d.name[0] == '/') {
+        look_at(d.name, depth);
+        continue;
+      }
+      if (d.form == IncludeDirective::Form::Quoted && look_at(join(folder, d.name), depth) &&
+          !d.every_folder)
+        continue;
+      for (const std::string& dir : dirs_) {
+        if (look_at(join(dir, d.name), depth) && !d.every_folder) break;
+      }
+    }
+  }
+
+  // Records `path` (absolute) and follows it when it is a file outside the
+  // toolkit's folders; true when the search stops there.
+  bool look_at(const std::string& path, int depth) {
+    auto known = seen_.find(path);
+    if (known != seen_.end()) return known->second == Seen::Found;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      const int error = errno;
+      record(path, error == ENOENT || error == ENOTDIR ? "absent" : "unusable: " + errno_text(error),
+             Seen::Skipped);
+      return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      record(path, "not a regular file", Seen::Skipped);
+      return false;
+    }
+    for (const std::string& dir : toolkit_) {
+      if (inside(path, dir)) {
+        record(path, "toolkit size " + std::to_string(st.st_size) + " mtime " +
+                         std::to_string(mtime_ns(st)),
+               Seen::Found);
+        return true;
+      }
+    }
+    std::shared_ptr<const ScannedFile> file = scanned(path, st);
+    if (!file) {
+      record(path, "unusable: " + errno_text(errno), Seen::Skipped);
+      return false;
+    }
+    record(path, file->state, Seen::Found);
+    follow(file->includes, folder_of(path), path, depth + 1);
+    return true;
+  }
+
+  void record(const std::string& path, std::string state, Seen seen) {
+    seen_.emplace(path, seen);
+    out_.files.emplace_back(path, std::move(state));
+  }
+
+  const IncludeSearch& search_;
+  IncludeClosure& out_;
+  std::string cwd_;
+  std::vector<std::string> dirs_;     // absolute
+  std::vector<std::string> toolkit_;  // absolute
+  std::unordered_map<std::string, Seen> seen_;
+};
+
+}  // namespace
+
+std::vector<IncludeDirective> scan_includes(std::string_view text) {
+  if (!has_splice(text)) return Lexer(text).run();
+  const std::string spliced = remove_splices(text);
+  return Lexer(spliced).run();
+}
+
+std::vector<std::string> include_targets(std::string_view source) {
+  std::vector<std::string> out;
+  for (IncludeDirective& d : scan_includes(source)) {
+    if (d.form != IncludeDirective::Form::Computed && !d.name.empty()) out.push_back(std::move(d.name));
+  }
+  return out;
+}
+
+IncludeClosure include_closure(std::string_view source, const IncludeSearch& search) {
+  IncludeClosure out;
+  Walk(search, out).source(source);
+  return out;
+}
+
+}  // namespace jk::cache
