@@ -2,7 +2,8 @@
 //   codegen/*   generate_cuda_kernel for a tiny add kernel and for the documentation's exp kernel
 //   nvrtc/*     NVRTC compiles of generated kernels to an sm_90a cubin (no GPU needed)
 //   cache/*     the persistent compile cache as a warm process meets it (no GPU needed): key_* builds a
-//               generated kernel's compile key; disk_hit_* is compile_kernel_persistent answered from an entry
+//               generated kernel's compile key (key_*_user_headers: with two user headers to cover);
+//               disk_hit_* is compile_kernel_persistent answered from an entry
 //               stored once in a private temporary folder (key + open/read/checksum; no in-memory cache)
 //   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
@@ -18,9 +19,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
@@ -232,7 +235,7 @@ void add_cpu_cases(Suite& suite) {
                   Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
     auto kernel = std::make_shared<jk::GeneratedKernel>(jk::generate_cuda_kernel(g.spec, g.sig));
     suite.cases.push_back({std::string("cache/key_") + g.name,
-                           "one compile key (options, NVRTC identity, header stats, SHA-256), sm_90a", 1,
+                           "one compile key (options, NVRTC identity, include closure, SHA-256), sm_90a", 1,
                            [kernel](std::int64_t n) {
                              auto t0 = Clock::now();
                              for (std::int64_t i = 0; i < n; ++i)
@@ -258,6 +261,34 @@ void add_cpu_cases(Suite& suite) {
              throw jk::Error("a lookup of '" + kernel->entry_name + "' was not answered by its disk cache entry");
            return seconds;
          }});
+  }
+  {
+    // The add kernel with a header= that includes a user header (which includes another): the key hashes both
+    // once, then stats them. Timing starts 2 s after they were written: a file changed more recently than the
+    // timestamps' resolution is hashed again on every key (cache/include_closure.hpp).
+    const std::string dir = BenchCacheFolder::path() + "/headers";
+    fs::create_directories(dir);
+    for (auto [name, text] : {std::pair{"helper.h", "#pragma once\n#include \"detail.h\"\n#define BENCH_SCALE 1\n"},
+                              std::pair{"detail.h", "#pragma once\n#define BENCH_DETAIL 1\n"}}) {
+      std::ofstream file(dir + "/" + name);
+      file << text;
+      if (!file.flush()) throw jk::Error("cannot write the benchmark header " + dir + "/" + name);
+    }
+    jk::CudaKernelSpec spec = add_spec();
+    spec.header = "#include \"" + dir + "/helper.h\"\n";
+    auto kernel = std::make_shared<jk::GeneratedKernel>(
+        jk::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
+    const auto settled = Clock::now() + std::chrono::milliseconds(2100);
+    suite.cases.push_back({"cache/key_add_f32_user_headers",
+                           "one compile key of a kernel including a user header that includes another, sm_90a", 1,
+                           [kernel, settled](std::int64_t n) {
+                             std::this_thread::sleep_until(settled);
+                             auto t0 = Clock::now();
+                             for (std::int64_t i = 0; i < n; ++i)
+                               g_sink = g_sink + jk::cuda::compile_key(*kernel, "sm_90a",
+                                                                       jk::cuda::CompileTarget::Cubin).digest[0];
+                             return seconds_since(t0);
+                           }});
   }
 }
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -159,24 +161,125 @@ def test_computed_include_is_kept_in_memory_only(runs):
         assert len(said) == 1, run["_warnings"]
 
 
-def test_computed_include_stores_no_entry(tmp_path, monkeypatch):
+@pytest.mark.parametrize("header,said", [
+    ('#define H "{path}"\n#include H', "'#include H'"),
+    ('#define HAS __has_include\n#if HAS("{path}")\n#include "{path}"\n#endif', "'__has_include'"),
+], ids=["include macro", "has_include macro"])
+def test_computed_include_stores_no_entry(tmp_path, monkeypatch, header, said):
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
     _core._cache_reset()
     try:
-        header = tmp_path / "v.h"
-        header.write_text("#define VALUE 5\n")
+        path = tmp_path / "v.h"
+        path.write_text("#define VALUE 5\n")
         kernel = jk.cuda_kernel(name="computed_only", input_names=["inp"], output_names=["out"],
-                                header=f'#define H "{header}"\n#include H',
+                                header=header.format(path=path),
                                 source="out[threadIdx.x] = inp[threadIdx.x] * VALUE;")
         args = dict(inputs=[np.zeros(8, np.float32)], output_dtypes=[np.float32])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             kernel.compile(**args)
             kernel.compile(**args)
-        said = [w for w in caught if issubclass(w.category, jk.CacheWarning)]
-        assert len(said) == 1 and "#include H" in str(said[0].message), [str(w.message) for w in caught]
+        warned = [w for w in caught if issubclass(w.category, jk.CacheWarning)]
+        assert len(warned) == 1 and said in str(warned[0].message), [str(w.message) for w in caught]
         info = jk.cache_info()
         assert (info.entries, info.stores, info.hits) == (0, 0, 0)
     finally:
         monkeypatch.undo()
         _core._cache_reset()
+
+
+# ---- the scanner and the key, in process ------------------------------------------------------------------------
+
+SCANNED = r'''#include "a.h"
+  #  include <b.h>
+# /* a comment */ include "c.h"
+#inc\
+lude "d.h"
+%:include "e.h"
+#include_next <f.h>
+#if __has_include("g.h") && __has_include_next(<h.h>) && defined(__has_include) && defined __has_include_next
+#endif
+#ifdef __has_include
+#endif
+const char* s = "/*";
+#include "i.h"
+int x = 1'000'000; char c = '"';
+#include "j.h"
+auto r = R"raw(/* )" )raw";
+#include "k.h"
+/* #include "in_comment.h" */ #include "l.h"
+#define H "m.h"
+#include H
+'''
+
+
+def test_scanner_finds_every_form_of_include():
+    # Names given by a macro (#include H) are not names: they make the key incomplete instead.
+    assert _core._cache_include_targets(SCANNED) == [f"{c}.h" for c in "abcdefghijkl"]
+
+
+def test_scanner_without_multiline_constructs():
+    # Without block comments and raw strings the scanner lexes only the lines that mention "include".
+    text = "\n".join(line for line in SCANNED.splitlines() if "/*" not in line and 'R"' not in line)
+    assert _core._cache_include_targets(text) == [f"{c}.h" for c in "abdefghijk"]
+
+
+FRAGMENTS = ["#define HAS __has_include", "#if HAS(<k.h>)", '#include "a.h"', "#include <b.h>", "  # include <c.h>", "%:include <d.h>", "#include_next <e.h>",
+             '#if __has_include("f.h")', "#define H <g.h>", "#include H", "// #include <h.h>", 'x = "\\";',
+             "c = '\"';", 'p = "#include <i.h>";', "n = 1'000'000;", "u8'x'", "\\", "\r", "", "int include;",
+             '"unterminated', "'", '#include "j.h" // trailing', "a / b;", "%:", "#"]
+
+
+def test_scanner_lines_alone_equal_the_whole_text():
+    # The lexer over lines that mention "include" and over the whole text (which a block comment forces) agree.
+    rng = random.Random(7)
+    for _ in range(400):
+        text = "\n".join(rng.choice(FRAGMENTS) for _ in range(rng.randrange(1, 12)))
+        assert _core._cache_include_targets(text) == _core._cache_include_targets(text + "\n/**/"), text
+
+
+def key_of(source, program, dirs):
+    return _core._cache_compile_key(source=source, program_name=str(program), arch="sm_90a", target="cubin",
+                                    include_dirs=[str(d) for d in dirs])
+
+
+def test_key_follows_content_after_it_was_memoized(tmp_path):
+    # Hashes are reused while a file's stat is unchanged and it was last changed over the timestamps' resolution
+    # (2 s) before: wait that long so that the second key really comes from the memo.
+    header = tmp_path / "helper.h"
+    header.write_text("#define VALUE 2\n")
+    time.sleep(2.2)
+    source = '#include "helper.h"\n'
+    first = key_of(source, tmp_path / "k.cu", [])
+    assert key_of(source, tmp_path / "k.cu", []) == first
+    write_same_size(header, "#define VALUE 3\n")
+    assert key_of(source, tmp_path / "k.cu", []) != first
+
+
+def test_key_sees_a_file_created_where_the_search_looks_first(tmp_path):
+    early, late = tmp_path / "early", tmp_path / "late"
+    early.mkdir()
+    late.mkdir()
+    (late / "x.h").write_text("#define VALUE 2\n")
+    for source in ("#include <x.h>\n", '#include "x.h"\n'):
+        program = tmp_path / "k.cu"  # "x.h" is looked for next to it first, <x.h> only in the folders
+        before = key_of(source, program, [early, late])
+        (early / "x.h").write_text("#define VALUE 2\n")  # the same content, found elsewhere
+        assert key_of(source, program, [early, late]) != before
+        (early / "x.h").unlink()
+        assert key_of(source, program, [early, late]) == before
+        (tmp_path / "x.h").write_text("#define VALUE 2\n")
+        changed = key_of(source, program, [early, late]) != before
+        assert changed == (source == '#include "x.h"\n')
+        (tmp_path / "x.h").unlink()
+
+
+def test_relative_names_are_keyed_by_the_current_folder(tmp_path, monkeypatch):
+    for sub in ("one", "two"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "x.h").write_text("#define VALUE 2\n")
+    keys = set()
+    for sub in ("one", "two"):
+        monkeypatch.chdir(tmp_path / sub)
+        keys.add(key_of('#include "x.h"\n', "k.cu", []))
+    assert len(keys) == 2
