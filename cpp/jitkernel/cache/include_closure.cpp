@@ -168,7 +168,7 @@ class Lexer {
         case kSquote:
           line_start = false;
           if (digit_separator()) {
-            ++i_;
+            skip_number_rest();
           } else {
             skip_quoted('\'');
           }
@@ -189,11 +189,33 @@ class Lexer {
  private:
   char peek(std::size_t k) const { return i_ + k < t_.size() ? t_[i_ + k] : '\0'; }
 
-  // Where the identifier or number that ends right before `at` starts.
+  // Where the identifier (or, with `in_number`, the part of a number since
+  // its last ') that ends right before `at` starts. Never crosses a quote,
+  // so that the scan stays linear however many quotes follow each other.
   std::size_t token_start(std::size_t at, bool in_number) const {
-    while (at > 0 && (is_ident_char(t_[at - 1]) || (in_number && (t_[at - 1] == '.' || t_[at - 1] == '\''))))
-      --at;
+    while (at > 0 && (is_ident_char(t_[at - 1]) || (in_number && t_[at - 1] == '.'))) --at;
     return at;
+  }
+
+  // At a digit separator: the rest of the number, separators and exponent
+  // signs included (1'000'000ull, 0x1'0p+3), so that its later separators are
+  // never taken for quotes.
+  void skip_number_rest() {
+    ++i_;
+    while (i_ < t_.size()) {
+      const char c = t_[i_];
+      const char prev = t_[i_ - 1];
+      if (is_ident_char(c) || c == '.') {
+        ++i_;
+      } else if (c == '\'' && is_ident_char(peek(1))) {
+        i_ += 2;
+      } else if ((c == '+' || c == '-') &&
+                 (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
+        ++i_;
+      } else {
+        break;
+      }
+    }
   }
 
   // At a '"': is it the quote of a raw string (R, LR, uR, UR, u8R before it)?
@@ -272,11 +294,11 @@ class Lexer {
     if (word == "__has_include" || word == "__has_include_next") has_include(word.size() > 13);
   }
 
-  // The rest of the line from `from`, for messages.
+  // The rest of the line from `from` (at most 100 characters), for messages.
   std::string line_text(std::size_t from) const {
     std::size_t end = from;
-    while (end < t_.size() && !is_eol(t_[end])) ++end;
-    std::string text(t_.substr(from, std::min<std::size_t>(end - from, 100)));
+    while (end < t_.size() && end - from < 100 && !is_eol(t_[end])) ++end;
+    std::string text(t_.substr(from, end - from));
     while (!text.empty() && is_hspace(text.back())) text.pop_back();
     return text;
   }
