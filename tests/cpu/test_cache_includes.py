@@ -238,6 +238,17 @@ def test_scanner_lines_alone_equal_the_whole_text():
         assert _core._cache_include_targets(text) == _core._cache_include_targets(text + "\n/**/"), text
 
 
+def test_scanner_survives_backslash_before_carriage_return():
+    # A backslash before a lone CR is not a line splice; the scanner must neither loop nor crash (a child process,
+    # as a crash would take the interpreter with it).
+    code = ("from jitkernel import _core\n"
+            "for text in ['\\\\\\r#include \"a.h\"', 'x\\\\\\r', '\\\\\\r\\\\\\n#include <b.h>']:\n"
+            "    print(_core._cache_include_targets(text))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:3] == ["['a.h']", "[]", "['b.h']"]
+
+
 def key_of(source, program, dirs):
     return _core._cache_compile_key(source=source, program_name=str(program), arch="sm_90a", target="cubin",
                                     include_dirs=[str(d) for d in dirs])

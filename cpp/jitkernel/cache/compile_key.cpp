@@ -1,5 +1,5 @@
 // The compile key of compile_key.hpp: the fields in a fixed order, then each
-// include folder's fingerprint (taken once per process), then the include
+// toolkit folder's fingerprint (taken once per process), then the include
 // closure of the source (stat calls, and for files outside the toolkit's
 // folders their content, hashed once per process while unchanged).
 #include "jitkernel/cache/compile_key.hpp"
@@ -65,9 +65,13 @@ CompileKey compile_key_of(const CompileKeyInputs& in) {
   search.program_name = in.program_name;
   search.include_dirs = in.include_dirs;
   for (const std::string& dir : in.include_dirs) {
+    key.add("include dir", dir);
+    // Another folder's files are covered one by one by the closure (its own
+    // mtime, which any editor's temp file changes, would only cost misses).
     const Folder& f = folder(dir);
-    key.add("include dir", dir).add("folder", f.fingerprint);
-    if (f.toolkit) search.toolkit_dirs.push_back(dir);
+    if (!f.toolkit) continue;
+    key.add("toolkit folder", f.fingerprint);
+    search.toolkit_dirs.push_back(dir);
   }
   IncludeClosure closure = include_closure(in.source, search);
   for (const auto& [path, state] : closure.files) key.add(path, state);

@@ -60,9 +60,11 @@ std::string remove_splices(std::string_view text) {
   return out;
 }
 
+// Whether remove_splices has anything to remove.
 bool has_splice(std::string_view text) {
   for (std::size_t at = text.find('\\'); at != std::string_view::npos; at = text.find('\\', at + 1)) {
-    if (at + 1 < text.size() && (text[at + 1] == '\n' || text[at + 1] == '\r')) return true;
+    if (at + 1 < text.size() && text[at + 1] == '\n') return true;
+    if (at + 2 < text.size() && text[at + 1] == '\r' && text[at + 2] == '\n') return true;
   }
   return false;
 }
@@ -102,6 +104,7 @@ const CharTables& char_tables() {
 }
 
 bool has_block_comment(std::string_view text) {
+  if (text.empty()) return false;
   for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(
                                         p, '*', text.size() - (p - text.data())))) != nullptr;
        ++p) {
@@ -606,13 +609,8 @@ class Walk {
   std::unordered_map<std::string, Seen> seen_;
 };
 
-}  // namespace
-
-std::vector<IncludeDirective> scan_includes(std::string_view text) {
-  if (has_splice(text)) {
-    const std::string spliced = remove_splices(text);
-    return scan_includes(spliced);
-  }
+// scan_includes of a text without line splices.
+std::vector<IncludeDirective> scan_spliced(std::string_view text) {
   // Only block comments and raw strings span lines: without them every line
   // starts outside any comment or literal, and lexing just the directive
   // lines (where every #include is, and where __has_include may appear)
@@ -644,6 +642,14 @@ std::vector<IncludeDirective> scan_includes(std::string_view text) {
     for (IncludeDirective& d : Lexer(text.substr(begin, end - begin)).run()) out.push_back(std::move(d));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<IncludeDirective> scan_includes(std::string_view text) {
+  if (!has_splice(text)) return scan_spliced(text);
+  const std::string spliced = remove_splices(text);
+  return scan_spliced(spliced);
 }
 
 std::vector<std::string> include_targets(std::string_view source) {
