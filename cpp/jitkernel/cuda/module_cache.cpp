@@ -2,9 +2,10 @@
 // run outside the lock (they take milliseconds to seconds); module loads run
 // under it so that an image is never loaded twice on one device. Compiled
 // binaries go through the disk cache (cache/disk_cache.hpp) keyed by
-// cache/compile_key.hpp, which also keys the in-memory cache (so a header
-// edited while the process runs is compiled again); a binary is stored only
-// when the key computed again after the compile is unchanged.
+// cache/compile_key.hpp, which also keys the in-memory cache (so a kernel
+// whose launch plan is built after one of its headers changed is compiled
+// again); a binary is stored only when the key computed again after the
+// compile is unchanged.
 #include "jitkernel/cuda/module_cache.hpp"
 
 #include <dlfcn.h>
