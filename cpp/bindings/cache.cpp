@@ -143,7 +143,7 @@ void bind(nb::module_& m) {
   m.def(
       "_cache_include_targets",
       [](const std::string& source) { return cache::include_targets(source); }, "source"_a,
-        "The #include targets the compile key fingerprints (internal, for tests).");
+        "The #include / __has_include names the compile key follows in `source` (internal, for tests).");
 }
 
 const Registration reg(order::toolkit, "cache", bind);

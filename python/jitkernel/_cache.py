@@ -21,7 +21,9 @@ __all__ = ["CacheInfo", "CacheWarning", "cache_info", "cache_path", "clear_cache
 
 
 class CacheWarning(RuntimeWarning):
-    """The compile cache folder cannot be used (kernels are then compiled and kept in memory only)."""
+    """Something the compile cache could not do: its folder cannot be used (kernels are then compiled and kept in
+    memory only), one entry could not be stored, or a kernel cannot be cached on disk because its source names a
+    header through a macro (its compile is then kept in memory only). Each cause is reported once per process."""
 
 
 CacheWarning.__module__ = "jitkernel"

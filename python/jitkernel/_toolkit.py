@@ -26,7 +26,7 @@ folders and their nvidia/ subfolders, conda-meta, the CUDA roots, the loader cac
 it is used only while all of them are unchanged: installing, removing or replacing any of them makes the next process
 search again (and rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
 has to be compiled. The record only picks the files: compile keys still identify NVRTC by its ELF build-id (read when
-the record was written, from a file unchanged since) and the headers by their fingerprints (cache/compile_key.hpp).
+the record was written, from a file unchanged since) and every header a compile can read (cache/compile_key.hpp).
 ``toolkit_info()`` always searches.
 """
 from __future__ import annotations
