@@ -92,7 +92,7 @@ if wanted build; then
 fi
 if wanted tests; then
   rm -f "$OUT/pytest.log" "$OUT/junit.xml"
-  run_step tests 300 "$OUT/pytest.log" \
+  run_step tests 420 "$OUT/pytest.log" \
     "JITKERNEL_REQUIRE_GPU=1 $PY -m pytest -v -rs -p no:cacheprovider -o faulthandler_timeout=120 \
 --junitxml='$OUT/junit.xml' tests"
 fi

@@ -451,6 +451,14 @@ def test_binaries_with_colliding_64_bit_hashes_are_told_apart():
     expect_argument_error(lambda: run(two, "k", inputs=[], output_shapes=[(1,)]), "scalars", "takes 2")
 
 
+def parsed_then_refused(source, name, n_params):
+    """A call that parses ``source`` and is refused right after, before any module load (one pointer too many):
+    the same cheap path with or without a GPU (loading 100k-entry PTX would have the driver JIT it)."""
+    with pytest.raises(jk.ArgumentError, match=f"takes {n_params} parameters but the call passes {n_params + 1}"):
+        run(source, name, inputs=[], output_shapes=[(1,)] * (n_params + 1),
+            output_dtypes=[np.float32] * (n_params + 1))
+
+
 def test_parsed_binary_cache_is_bounded():
     # Every call with new bytes parses them; the parses kept are bounded in count and in bytes.
     limits = jk._core._precompiled_cache_info()
@@ -458,14 +466,14 @@ def test_parsed_binary_cache_is_bounded():
     sources = [(".version 8.0\n.target sm_90\n.address_size 64\n" + body.format(i)).encode()
                for i in range(limits["max_entries"] + 50)]
     for i, source in enumerate(sources):
-        reaches_launch(lambda: run(source, f"k{i}", inputs=[], output_shapes=[(1,)]))
+        parsed_then_refused(source, f"k{i}", 1)
     info = jk._core._precompiled_cache_info()
     assert info["entries"] == limits["max_entries"]
     # Big parses (100k entry names of 64 bytes each): bounded by bytes long before the count.
     names = "".join(".visible .entry k{}{}()\n{{\nret;\n}}\n".format(i, "x" * 60) for i in range(100000))
     big = [(".version 8.0\n.target sm_90\n.address_size 64\n" + f"// {j}\n" + names).encode() for j in range(3)]
     for source in big:
-        reaches_launch(lambda: run(source, "k0" + "x" * 60, inputs=[], output_shapes=[], output_dtypes=[]))
+        parsed_then_refused(source, "k0" + "x" * 60, 0)
     info = jk._core._precompiled_cache_info()
     assert 0 < info["bytes"] <= info["max_bytes"]
     assert info["entries"] < limits["max_entries"]
