@@ -20,7 +20,10 @@ _FRAMEWORKS = {"torch": "torch", "cupy": "cupy", "cupyx": "cupy", "jax": "jax", 
 def classify_type(tp: type) -> tuple[str, str]:
     """(kind, framework) of objects of type ``tp``; kinds are those of Kind in cpp/bindings/convert.cpp."""
     module = getattr(tp, "__module__", "")
-    framework = _FRAMEWORKS.get(module.partition(".")[0], "other") if isinstance(module, str) else "other"
+    root = module.partition(".")[0] if isinstance(module, str) else ""
+    # A type's __module__ is only a claim: an object is a framework's only while that framework is loaded (its
+    # streams and converters are looked up in it).
+    framework = _FRAMEWORKS.get(root, "other") if root in sys.modules else "other"
     np = sys.modules.get("numpy")
     if np is not None and issubclass(tp, np.generic):  # before float: numpy.float64 subclasses it
         return "numpy_scalar", "numpy"

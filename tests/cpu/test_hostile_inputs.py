@@ -391,3 +391,40 @@ def test_names_whose_length_lies_are_read_by_their_items(argument):
     names[argument] = _LyingLength(names[argument])
     k = jk.cuda_kernel("lying_names", source="out[0] = a[0];", **names)
     assert k.entry_name(inputs=[np.zeros(2, np.float32)], output_dtypes=[np.float32]).startswith("lying_names_")
+
+
+# --- an object that names a framework that is not loaded --------------------------------------------------------
+
+SPOOF = """
+import sys
+import numpy as np
+import jitkernel as jk
+framework = sys.argv[1]
+assert framework not in sys.modules
+
+class Spoof:  # claims to come from `framework` (which this process never imported)
+    shape, dtype = (4,), np.float32
+    def __dlpack_device__(self):
+        return (2, 0)
+    def __dlpack__(self, stream=None, max_version=None):
+        return None
+Spoof.__module__ = framework
+
+k = jk.cuda_kernel("spoof", ["a"], ["out"], "out[0] = a[0];")
+try:
+    k(inputs=[Spoof()], output_shapes=[(4,)], output_dtypes=[np.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    print("no error")
+except jk.JitKernelError as e:
+    print("jitkernel error:", type(e).__name__)
+except Exception as e:
+    print("other error:", type(e).__name__, e)
+"""
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_object_naming_a_framework_that_is_not_loaded(framework):
+    # Its stream is not looked up in a framework that is not there (KeyError before): it is not that framework's.
+    import subprocess
+    proc = subprocess.run([sys.executable, "-c", SPOOF, framework], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("jitkernel error:"), proc.stdout + proc.stderr
