@@ -4,6 +4,7 @@ visible with logging's usual setup. Compiles are never timed out (NVRTC cannot b
 so this report is how a user sees one that takes minutes. Disk hits compile nothing and report nothing."""
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -12,8 +13,9 @@ import pytest
 import jitkernel as jk
 
 
-@pytest.fixture
-def records(no_disk_cache):
+@contextlib.contextmanager
+def jitkernel_log(level):
+    """The records the ``jitkernel`` logger passes on while its level is ``level``."""
     logger = logging.getLogger("jitkernel")
     seen = []
 
@@ -24,10 +26,18 @@ def records(no_disk_cache):
     handler = Keep(level=logging.DEBUG)
     old_level = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    yield seen
-    logger.removeHandler(handler)
-    logger.setLevel(old_level)
+    logger.setLevel(level)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+@pytest.fixture
+def records(no_disk_cache):
+    with jitkernel_log(logging.DEBUG) as seen:
+        yield seen
 
 
 def test_a_compile_is_reported_when_it_starts_and_ends(records):
@@ -51,20 +61,6 @@ def test_a_failed_compile_is_reported(records):
 
 
 def test_nothing_is_logged_when_the_logger_is_quiet(no_disk_cache):
-    logger = logging.getLogger("jitkernel")
-    seen = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            seen.append(record)
-
-    handler = Keep(level=logging.DEBUG)
-    logger.addHandler(handler)
-    old_level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
+    with jitkernel_log(logging.WARNING) as seen:
         jk.compile_cuda('extern "C" __global__ void quiet_k(int* p) { *p = 2; }', name="quiet.cu")
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
     assert seen == []
