@@ -59,7 +59,7 @@ struct CallInputs {
   bool widen_int_scalars = true;
 };
 
-struct TypeInfo;  // what a Python type is (convert.cpp)
+struct TypeInfo;  // what a Python type is (type_table.cpp)
 
 // A device array (input or `outputs=` entry) whose import waits until the
 // launch stream is known.
@@ -68,7 +68,7 @@ struct PendingArray {
   // A reference of its own: a protocol method run later in the conversion may
   // drop the caller's (by changing the list it came from).
   nb::object obj;
-  // Valid while `obj` lives: its type holds the cache entry (convert.cpp).
+  // Valid while `obj` lives: its type holds the cache entry (type_table.cpp).
   TypeInfo* info;  // null for jk.Array
   int device;
   // The producer's DLTensor from its DLPack exchange API (torch), read once at

@@ -2,8 +2,8 @@
 go back to the caller's framework (``output_converter``), and host-side conversions.
 
 The per-call work (reading DLPack capsules, NumPy's ``__array_interface__``, scalars) happens in C++
-(cpp/bindings/convert.cpp); only the decisions that need framework knowledge live here. No framework is imported
-eagerly: a type from torch can only show up once torch has been imported.
+(cpp/bindings/array_import.cpp, call_arguments.cpp); only the decisions that need framework knowledge live
+here. No framework is imported eagerly: a type from torch can only show up once torch has been imported.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ _FRAMEWORKS = {"torch": "torch", "cupy": "cupy", "cupyx": "cupy", "jax": "jax", 
 
 
 def classify_type(tp: type) -> tuple[str, str]:
-    """(kind, framework) of objects of type ``tp``; kinds are those of Kind in cpp/bindings/convert.cpp."""
+    """(kind, framework) of objects of type ``tp``; kinds are those of Kind in cpp/bindings/convert_detail.hpp."""
     module = getattr(tp, "__module__", "")
     root = module.partition(".")[0] if isinstance(module, str) else ""
     # A type's __module__ is only a claim: an object is a framework's only while that framework is loaded (its

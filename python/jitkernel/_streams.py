@@ -1,5 +1,5 @@
 """Streams: turning ``stream=`` objects into CUstream handles, and the current stream of the inputs' framework
-(used when ``stream=None``). The extension calls these (cpp/bindings/convert.cpp); plain int handles never get
+(used when ``stream=None``). The extension calls these (cpp/bindings/streams.cpp); plain int handles never get
 here. Frameworks are looked up in ``sys.modules``, never imported.
 
 Lifetimes: outputs are freed on the stream they were allocated on, so they keep the stream *object* they came from

@@ -1,0 +1,87 @@
+// Array export: a launch's results back to Python in the framework of the
+// call's inputs (torch tensors through its DLPack exchange API or a capsule,
+// CuPy/JAX through their converters), jk.Array without one, or the caller's
+// own `outputs=` arrays.
+#include <utility>
+
+#include "array.hpp"
+#include "convert_detail.hpp"
+#include "hooks.hpp"
+
+namespace jk::py {
+namespace {
+
+nb::handle output_converter(Framework fw) {
+  FrameworkCache& fc = framework_cache();
+  const int i = static_cast<int>(fw);
+  if (!fc.converter_known[i]) {
+    fc.converter[i] = hook(hooks().output_converter, "output_converter")(kFrameworkNames[i]);
+    fc.converter_known[i] = true;
+  }
+  return fc.converter[i];
+}
+
+// torch's importer for a bare capsule (torch._C._from_dlpack when present):
+// torch.from_dlpack first probes the capsule for __dlpack__, a failed
+// attribute lookup that costs more than the import itself.
+nb::handle torch_capsule_converter() {
+  FrameworkCache& fc = framework_cache();
+  if (!fc.torch_capsule_converter.is_valid())
+    fc.torch_capsule_converter =
+        hook(hooks().output_converter, "output_converter")("torch_capsule");
+  return fc.torch_capsule_converter;
+}
+
+}  // namespace
+
+nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call) {
+  if (call.provided_outputs.is_valid()) {  // the caller's arrays, in a new list
+    PyObject* seq = call.provided_outputs.ptr();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    nb::list given = nb::steal<nb::list>(PyList_New(n));
+    if (!given.is_valid()) throw nb::python_error();
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+      Py_INCREF(item);
+      PyList_SET_ITEM(given.ptr(), i, item);
+    }
+    return given;
+  }
+  nb::list out;
+  const Framework fw = call.framework;
+  nb::handle converter;
+  if (fw == Framework::Torch || fw == Framework::CuPy || fw == Framework::Jax)
+    converter = output_converter(fw);
+  const bool converter_valid = converter.is_valid() && !converter.is_none();
+  // Torch on its own current stream: hand over a capsule (no stream ordering
+  // needed, skipping the protocol's round trips). Otherwise the framework
+  // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
+  const bool capsule_direct = fw == Framework::Torch && call.stream_is_framework_current;
+  if (converter_valid && capsule_direct) converter = torch_capsule_converter();
+  if (capsule_direct && call.exchange != nullptr) {
+    // Straight into torch tensors through its exchange API (no capsule, no Python call).
+    for (auto& r : results) {
+      dlpack::ManagedTensorVersioned* managed = export_managed(r);
+      void* tensor = nullptr;
+      // The callee owns `managed` from here, whatever it returns.
+      if (call.exchange->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_RuntimeError, "torch's DLPack exchange API could not wrap an output");
+        throw nb::python_error();
+      }
+      out.append(nb::steal(static_cast<PyObject*>(tensor)));
+    }
+    return out;
+  }
+  for (auto& r : results) {
+    if (converter_valid && capsule_direct) {
+      out.append(converter(export_capsule(r, false)));
+      continue;
+    }
+    nb::object arr = nb::cast(PyArray{std::move(r), call.stream});
+    out.append(converter_valid ? converter(arr) : arr);
+  }
+  return out;
+}
+
+}  // namespace jk::py

@@ -1,0 +1,98 @@
+// What the stages of the argument conversion share (convert.cpp and the
+// files named by stage: type_table, call_arguments, array_import, streams,
+// array_export). Internal: other binding files include convert.hpp only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert.hpp"
+
+namespace jk::py {
+
+// ---------------------------------------------------------------------------
+// The type table (type_table.cpp).
+
+// What a Python type is, decided once per type by `_arrays.classify_type`.
+
+enum class Kind : std::uint8_t {
+  Unknown,
+  Bool,         // bool subclasses other than bool itself
+  Int,          // int subclasses (IntEnum, ...)
+  Float,        // float subclasses (not NumPy's float64: that is a NumpyScalar)
+  Complex,
+  NumpyScalar,  // numpy.generic, ml_dtypes scalars
+  NumpyArray,   // numpy.ndarray: buffer protocol, __array_interface__ for ml_dtypes
+  TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
+  DLPack,       // anything else with __dlpack__ / __dlpack_device__
+  HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
+};
+
+struct TypeInfo {
+  Kind kind = Kind::Unknown;
+  Framework framework = Framework::Other;
+  std::int8_t versioned_dlpack = -1;  // __dlpack__(max_version=) accepted: -1 unknown, 0 no, 1 yes
+  const dlpack::ExchangeAPI* exchange = nullptr;  // torch tensors: the type's DLPack C exchange API
+  // A weak reference to the type whose callback drops this entry when the
+  // type dies, so that the cache holds only live types (and a type's address,
+  // once freed, never finds another type's entry). Null: a strong reference
+  // instead (only if the weak one could not be made).
+  PyObject* watch = nullptr;
+};
+
+inline constexpr const char* kFrameworkNames[kNumFrameworks] = {"none", "numpy", "torch", "cupy",
+                                                                 "jax",  "jitkernel", "other"};
+
+// Per-framework Python callables, looked up on first use.
+struct FrameworkCache {
+  nb::object stream_getter[kNumFrameworks];
+  bool stream_getter_known[kNumFrameworks] = {};
+  nb::object converter[kNumFrameworks];
+  bool converter_known[kNumFrameworks] = {};
+  nb::object torch_capsule_converter;  // DLPack capsule -> torch.Tensor
+  nb::object torch_strided;
+  nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
+};
+FrameworkCache& framework_cache();
+
+// What objects of obj's type are (the type's cache entry, made on first sight).
+TypeInfo& classify(nb::handle obj, const char* argument, const ItemRef& where);
+
+// ---------------------------------------------------------------------------
+// Messages (call_arguments.cpp).
+
+// "Type: text" of a Python exception, shortened; clears any error it raises.
+std::string python_error_text(nb::python_error& e);
+// obj.<name>, or ArgumentTypeError naming `argument` when reading it raises.
+nb::object attr_of(nb::handle obj, const char* name, const char* argument, const ItemRef& where);
+std::string count_noun(std::size_t n, const char* noun);    // "3 inputs"
+std::string joined(const std::vector<std::string>& names);  // "a, b, c"
+
+// ---------------------------------------------------------------------------
+// Array import (array_import.cpp).
+
+// Consumes the DLPack export of `obj` (ordered on `stream` for device arrays).
+ImportedTensor dlpack_import(nb::handle obj, TypeInfo& info, std::optional<std::uintptr_t> stream,
+                             Borrowed& borrowed, const char* argument, const ItemRef& where);
+// Host arrays are viewed at once, device arrays recorded in `pending`; returns
+// the framework of a device array, Framework::None for host arrays.
+Framework classify_array(nb::handle item, std::size_t index, const char* argument,
+                         const ItemRef& where, Borrowed& borrowed, std::vector<PendingArray>& pending,
+                         ArrayView* host_view, bool* is_host);
+// Imports a pending device array for a launch on `stream`; returns whether it is read-only.
+bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
+                    Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out);
+
+// ---------------------------------------------------------------------------
+// Streams (streams.cpp).
+
+// A strong reference to a Python object as an opaque owner the core can hold.
+std::shared_ptr<void> python_owner(nb::handle obj);
+// The framework's current stream on `device`; `*owner` keeps a stream object alive.
+std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner);
+// The exchange API of the first pending torch tensor that came through it.
+const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending);
+
+}  // namespace jk::py
