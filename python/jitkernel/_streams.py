@@ -3,8 +3,8 @@
 here. Frameworks are looked up in ``sys.modules``, never imported.
 
 Lifetimes: outputs are freed on the stream they were allocated on, so they keep the stream *object* they came from
-alive (cpp/bindings/streams.cpp attaches it to their buffers). A plain int handle carries no owner: whoever passes one keeps
-that stream alive as long as the outputs live. torch's streams come from pools that are never destroyed.
+alive (cpp/bindings/streams.cpp attaches it to their buffers). A plain int handle carries no owner: whoever passes
+one keeps that stream alive as long as the outputs live. torch's streams come from pools that are never destroyed.
 """
 from __future__ import annotations
 
