@@ -12,7 +12,6 @@
 
 #include "dlpack.hpp"
 #include "dtypes.hpp"
-#include "hooks.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 
 namespace jk::py {
@@ -131,9 +130,27 @@ nb::dict cuda_array_interface(const PyArray& self) {
   return d;
 }
 
+// An uninitialised NumPy array of v's shape and dtype to download into
+// (bfloat16 through ml_dtypes).
+nb::object empty_host(const ArrayView& v) {
+  using namespace nb::literals;
+  nb::object dtype = nb::str(dtype_name(v.dtype));
+  if (v.dtype == DType::BFloat16) {
+    try {
+      dtype = nb::module_::import_("ml_dtypes").attr("bfloat16");
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_ImportError)) throw;
+      PyErr_SetString(PyExc_ModuleNotFoundError,
+                      "copying a bfloat16 jitkernel.Array to NumPy needs ml_dtypes: pip install ml-dtypes");
+      throw nb::python_error();
+    }
+  }
+  return nb::module_::import_("numpy").attr("empty")(shape_tuple(v), "dtype"_a = dtype);
+}
+
 nb::object to_numpy(const PyArray& self) {
   const ArrayView& v = self.array.view;
-  nb::object host = hook(hooks().empty_host, "empty_host")(shape_tuple(v), dtype_name(v.dtype));
+  nb::object host = empty_host(v);
   if (v.nbytes() > 0) {
     nb::object data = host.attr("__array_interface__")["data"];
     auto ptr = nb::cast<std::uintptr_t>(data[0]);

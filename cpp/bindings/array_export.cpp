@@ -1,24 +1,33 @@
 // Array export: a launch's results back to Python in the framework of the
 // call's inputs (torch tensors through its DLPack exchange API or a capsule,
-// CuPy/JAX through their converters), jk.Array without one, or the caller's
+// CuPy/JAX through their from_dlpack), jk.Array without one, or the caller's
 // own `outputs=` arrays.
 #include <utility>
 
 #include "array.hpp"
 #include "convert_detail.hpp"
-#include "hooks.hpp"
 
 namespace jk::py {
 namespace {
 
-nb::handle output_converter(Framework fw) {
-  FrameworkCache& fc = framework_cache();
-  const int i = static_cast<int>(fw);
-  if (!fc.converter_known[i]) {
-    fc.converter[i] = hook(hooks().output_converter, "output_converter")(kFrameworkNames[i]);
-    fc.converter_known[i] = true;
+// The framework's from_dlpack (jax.numpy's, else jax.dlpack's), which
+// turns a jk.Array into the framework's array; None for other frameworks
+// (their calls return jk.Array).
+nb::object find_converter(Framework fw) {
+  if (fw == Framework::Torch || fw == Framework::CuPy) {
+    nb::object module = loaded_module(fw == Framework::Torch ? "torch" : "cupy");
+    return module.is_valid() ? module.attr("from_dlpack") : nb::none();
   }
-  return fc.converter[i];
+  if (fw != Framework::Jax) return nb::none();
+  nb::object jnp = nb::module_::import_("jax.numpy");
+  if (auto f = optional_attr(jnp, "from_dlpack")) return *f;
+  return nb::module_::import_("jax.dlpack").attr("from_dlpack");
+}
+
+nb::handle output_converter(Framework fw) {
+  nb::object& converter = framework_cache().converter[static_cast<int>(fw)];
+  if (!converter.is_valid()) converter = find_converter(fw);
+  return converter;
 }
 
 // torch's importer for a bare capsule (torch._C._from_dlpack when present):
@@ -26,9 +35,11 @@ nb::handle output_converter(Framework fw) {
 // attribute lookup that costs more than the import itself.
 nb::handle torch_capsule_converter() {
   FrameworkCache& fc = framework_cache();
-  if (!fc.torch_capsule_converter.is_valid())
-    fc.torch_capsule_converter =
-        hook(hooks().output_converter, "output_converter")("torch_capsule");
+  if (!fc.torch_capsule_converter.is_valid()) {
+    nb::object torch = loaded_module("torch");
+    auto direct = optional_attr(torch.attr("_C"), "_from_dlpack");
+    fc.torch_capsule_converter = direct ? *direct : torch.attr("from_dlpack");
+  }
   return fc.torch_capsule_converter;
 }
 

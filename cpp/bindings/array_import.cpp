@@ -9,7 +9,6 @@
 #include "array.hpp"
 #include "convert_detail.hpp"
 #include "dtypes.hpp"
-#include "hooks.hpp"
 #include "jitkernel/core/errors.hpp"
 
 namespace jk::py {
@@ -211,7 +210,10 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
     case Kind::HostArray: {
       nb::object arr;
       try {
-        arr = hook(hooks().host_array, "host_array")(item);
+        FrameworkCache& fc = framework_cache();
+        if (!fc.numpy_asarray.is_valid())
+          fc.numpy_asarray = nb::module_::import_("numpy").attr("asarray");
+        arr = fc.numpy_asarray(item);
       } catch (nb::python_error& e) {
         throw ArgumentTypeError(argument, where.prefix() + "cannot read " + type_text(item) +
                                               " as an array (" + python_error_text(e) + ")");

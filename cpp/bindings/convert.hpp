@@ -6,7 +6,7 @@
 // wrap_outputs(); `scalars=`-style arguments use scalar_value(). Do not
 // re-implement any of this in another binding file.
 //
-// Rules (python/jitkernel/_arrays.py and _streams.py hold the Python halves):
+// Rules (all in C++: no Python helper of jitkernel runs on a call):
 // - inputs: device arrays via DLPack (`__dlpack__(stream=<launch stream>)`,
 //   capsules consumed and released after the launch is enqueued; exact
 //   torch.Tensor / nn.Parameter on torch's current stream is read without

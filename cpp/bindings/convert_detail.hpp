@@ -15,7 +15,8 @@ namespace jk::py {
 // ---------------------------------------------------------------------------
 // The type table (type_table.cpp).
 
-// What a Python type is, decided once per type by `_arrays.classify_type`.
+// What a Python type is, decided once per type from the type object itself
+// (its MRO, module and the framework types it is or derives from).
 
 enum class Kind : std::uint8_t {
   Unknown,
@@ -42,20 +43,26 @@ struct TypeInfo {
   PyObject* watch = nullptr;
 };
 
-inline constexpr const char* kFrameworkNames[kNumFrameworks] = {"none", "numpy", "torch", "cupy",
-                                                                 "jax",  "jitkernel", "other"};
-
-// Per-framework Python callables, looked up on first use.
+// The frameworks' own Python functions the stages call, looked up (in
+// sys.modules, never imported) on first use and kept until exit.
 struct FrameworkCache {
-  nb::object stream_getter[kNumFrameworks];
-  bool stream_getter_known[kNumFrameworks] = {};
-  nb::object converter[kNumFrameworks];
-  bool converter_known[kNumFrameworks] = {};
-  nb::object torch_capsule_converter;  // DLPack capsule -> torch.Tensor
+  nb::object numpy_generic, numpy_ndarray, numpy_asarray;  // numpy.generic, .ndarray, .asarray
+  nb::object torch_tensor, torch_parameter;  // torch.Tensor, torch.nn.Parameter
+  nb::object torch_current_stream;  // torch._C._cuda_getCurrentRawStream, or None: torch.cuda.current_stream
+  nb::object cupy_current_stream;   // cupy.cuda.get_current_stream
+  nb::object converter[kNumFrameworks];  // jk.Array -> the framework's array (from_dlpack)
+  nb::object torch_capsule_converter;    // DLPack capsule -> torch.Tensor
   nb::object torch_strided;
   nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
 };
 FrameworkCache& framework_cache();
+
+// getattr(obj, name) when present; nullopt on AttributeError (as hasattr
+// answers), other errors raised as nb::python_error.
+std::optional<nb::object> optional_attr(nb::handle obj, const char* name);
+
+// The module `name` when it is loaded (sys.modules), else an invalid object.
+nb::object loaded_module(const char* name);
 
 // What objects of obj's type are (the type's cache entry, made on first sight).
 TypeInfo& classify(nb::handle obj, const char* argument, const ItemRef& where);

@@ -1,5 +1,6 @@
 // The `_core.DType` class, its singletons and dtype-like conversion (see
-// dtypes.hpp). The table itself lives in core/dtype.cpp.
+// dtypes.hpp): names, NumPy and torch dtypes here, rarer dtype-likes and
+// every error message by `_dtypes._normalize`. The table itself lives in core/dtype.cpp.
 //
 // DType is a plain CPython type (PyType_FromSpec), not a nanobind class: its
 // singletons are process-lifetime constants like None, held by this file for
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "convert_detail.hpp"
 #include "hooks.hpp"
 
 namespace jk::py {
@@ -163,15 +165,58 @@ const Registration reg(order::dtypes, "dtypes", bind);
 
 nb::handle dtype_object(DType dtype) { return g_singletons[static_cast<int>(dtype)]; }
 
+namespace {
+
+std::optional<DType> dtype_named(nb::handle text) {
+  const char* name = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8(text.ptr()) : nullptr;
+  if (name == nullptr) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return dtype_from_name(name);
+}
+
+// isinstance(obj, <module>.<name>) when that module is loaded.
+bool instance_of(nb::handle obj, const char* module, const char* name) {
+  nb::object m = loaded_module(module);
+  if (!m.is_valid()) return false;
+  const int r = PyObject_IsInstance(obj.ptr(), nb::object(m.attr(name)).ptr());
+  if (r < 0) throw nb::python_error();
+  return r == 1;
+}
+
+// The dtype-likes read here: names, NumPy dtypes in this machine's byte
+// order, torch dtypes. nullopt for anything else and for every error, which
+// `_dtypes._normalize` words (and for exotic dtype-likes: scalar types, MLX
+// and JAX objects, anything with a .dtype).
+std::optional<DType> common_dtype(nb::handle obj) {
+  if (PyUnicode_Check(obj.ptr())) return dtype_named(obj);
+  if (instance_of(obj, "numpy", "dtype")) {
+    if (!nb::cast<bool>(obj.attr("isnative"))) return std::nullopt;
+    return dtype_named(obj.attr("name"));
+  }
+  if (instance_of(obj, "torch", "dtype")) {  // str() is "torch.float16"
+    std::string text = nb::cast<std::string>(nb::str(obj));
+    return dtype_from_name(text.substr(text.rfind('.') + 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 DType dtype_arg(nb::handle obj, const char* argument, const ItemRef& where) {
   if (is_jk_dtype(obj)) return value_of(obj.ptr());
   for (const auto& entry : identity_cache())
     if (entry.first == obj.ptr()) return entry.second;
-  nb::object result =
-      hook(hooks().normalize_dtype, "normalize_dtype")(obj, argument, where.str());
-  if (!is_jk_dtype(result))
-    throw std::runtime_error("jitkernel: _dtypes._normalize returned a non-dtype");
-  const DType d = value_of(result.ptr());
+  std::optional<DType> common = common_dtype(obj);
+  if (!common) {
+    nb::object result =
+        hook(hooks().normalize_dtype, "normalize_dtype")(obj, argument, where.str());
+    if (!is_jk_dtype(result))
+      throw std::runtime_error("jitkernel: _dtypes._normalize returned a non-dtype");
+    common = value_of(result.ptr());
+  }
+  const DType d = *common;
   auto& cache = identity_cache();
   if (cache.size() < kMaxCached) {
     Py_INCREF(obj.ptr());

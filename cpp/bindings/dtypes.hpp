@@ -24,8 +24,9 @@ inline bool is_jk_dtype(nb::handle h) { return Py_TYPE(h.ptr()) == g_dtype_type;
 // The singleton Python object for `dtype` (borrowed: it lives as long as the process).
 nb::handle dtype_object(DType dtype);
 
-// Converts a dtype-like object. Jitkernel dtypes are read directly; anything
-// else goes through `_dtypes._normalize` once and is remembered by identity
+// Converts a dtype-like object. Jitkernel dtypes, names, NumPy and torch
+// dtypes are read here; rarer dtype-likes (scalar types, MLX/JAX objects) and
+// every error go through `_dtypes._normalize`. Each answer is remembered by identity
 // (torch.float16, np.dtype('float32') and interned strings are the same
 // object call after call). Raises jk.ArgumentError / ArgumentTypeError naming
 // `argument` and `where` on unknown dtypes.

@@ -24,12 +24,6 @@ void install_hooks(nb::kwargs kwargs) {
     std::string name = nb::str(key).c_str();
     nb::object v = nb::borrow(value);
     if (name == "normalize_dtype") h.normalize_dtype = v;
-    else if (name == "classify_type") h.classify_type = v;
-    else if (name == "output_converter") h.output_converter = v;
-    else if (name == "host_array") h.host_array = v;
-    else if (name == "empty_host") h.empty_host = v;
-    else if (name == "current_stream") h.current_stream = v;
-    else if (name == "stream_handle") h.stream_handle = v;
     else if (name == "configure_toolkit") h.configure_toolkit = v;
     else throw nb::value_error(("unknown hook '" + name + "'").c_str());
   }

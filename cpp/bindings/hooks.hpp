@@ -1,5 +1,6 @@
-// Calls from C++ back into jitkernel's Python helpers (dtype normalisation,
-// framework detection, stream lookup, toolkit search). The package installs
+// Calls from C++ back into jitkernel's Python helpers, none of them on a
+// launch: the rare dtype-likes and the dtype error messages (dtypes.cpp), and
+// the toolkit search (first use only). The package installs
 // them once at import (`_core._install_hooks`); caches that hold Python
 // objects register a clear function so `_core._clear_caches` (run at exit)
 // drops every reference before the interpreter shuts down.
@@ -11,12 +12,6 @@ namespace jk::py {
 
 struct Hooks {
   nb::object normalize_dtype;    // _dtypes._normalize(obj, argument, context) -> DType
-  nb::object classify_type;      // _arrays.classify_type(type) -> (kind, framework)
-  nb::object output_converter;   // _arrays.output_converter(framework) -> callable | None
-  nb::object host_array;         // _arrays.as_host_array(obj) -> numpy.ndarray
-  nb::object empty_host;         // _arrays.empty_host(shape, dtype_name) -> numpy.ndarray
-  nb::object current_stream;     // _streams.current_stream_getter(framework) -> callable(device) | None
-  nb::object stream_handle;      // _streams.stream_handle(obj) -> int
   nb::object configure_toolkit;  // _toolkit.configure()
 };
 

@@ -1,8 +1,10 @@
 // The type table: what each Python type passed as an argument is (scalar,
 // NumPy array, torch tensor, DLPack producer, ...) and which framework owns
-// it, asked of `_arrays.classify_type` once per type and cached by type until
-// the type dies; plus the per-framework Python callables the other stages
-// look up once.
+// it, read from the type object (its MRO and module, compared with the
+// frameworks' own types) once per type and cached until the type dies, as
+// nanobind's ndarray import does; plus the frameworks' loaded modules the
+// other stages look functions up in.
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -13,25 +15,107 @@
 #include "jitkernel/core/errors.hpp"
 
 namespace jk::py {
-namespace {
 
-Kind kind_from(const std::string& s) {
-  static const std::pair<const char*, Kind> kKinds[] = {
-      {"bool", Kind::Bool},           {"int", Kind::Int},
-      {"float", Kind::Float},         {"complex", Kind::Complex},
-      {"numpy_scalar", Kind::NumpyScalar}, {"numpy_array", Kind::NumpyArray},
-      {"torch_tensor", Kind::TorchTensor}, {"dlpack", Kind::DLPack},
-      {"host_array", Kind::HostArray},
-  };
-  for (const auto& [name, kind] : kKinds)
-    if (s == name) return kind;
-  return Kind::Unknown;
+nb::object loaded_module(const char* name) {
+  PyObject* m = PyImport_GetModule(nb::str(name).ptr());
+  if (m == nullptr && PyErr_Occurred()) throw nb::python_error();
+  return m ? nb::steal(m) : nb::object();
 }
 
-Framework framework_from(const std::string& s) {
-  for (int i = 0; i < kNumFrameworks; ++i)
-    if (s == kFrameworkNames[i]) return static_cast<Framework>(i);
+std::optional<nb::object> optional_attr(nb::handle obj, const char* name) {
+  PyObject* v = PyObject_GetAttrString(obj.ptr(), name);
+  if (v != nullptr) return nb::steal(v);
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();
+  PyErr_Clear();
+  return std::nullopt;
+}
+
+namespace {
+
+// The framework a module's top-level package names; a type's __module__ is
+// only a claim: an object is a framework's only while that framework is
+// loaded (its streams and converters are looked up in it).
+constexpr std::pair<const char*, Framework> kFrameworkRoots[] = {
+    {"torch", Framework::Torch}, {"cupy", Framework::CuPy},       {"cupyx", Framework::CuPy},
+    {"jax", Framework::Jax},     {"jaxlib", Framework::Jax},      {"numpy", Framework::NumPy},
+    {"ml_dtypes", Framework::NumPy}, {"jitkernel", Framework::JitKernel},
+};
+
+bool type_has(PyTypeObject* tp, const char* name) {
+  return optional_attr(reinterpret_cast<PyObject*>(tp), name).has_value();
+}
+
+// The top-level package of the type's __module__ ("" when it has none).
+std::string module_root(PyTypeObject* tp) {
+  auto module = optional_attr(reinterpret_cast<PyObject*>(tp), "__module__");
+  if (!module || !PyUnicode_Check(module->ptr())) return {};
+  const char* text = PyUnicode_AsUTF8(module->ptr());
+  if (text == nullptr) throw nb::python_error();
+  return std::string(text, std::strcspn(text, "."));
+}
+
+Framework framework_of(PyTypeObject* tp) {
+  const std::string root = module_root(tp);
+  for (const auto& [name, fw] : kFrameworkRoots)
+    if (root == name) return loaded_module(name).is_valid() ? fw : Framework::Other;
   return Framework::Other;
+}
+
+// `cached`, or module.<path> looked up now (when the module is loaded).
+PyTypeObject* framework_type(nb::object& cached, const char* module, const char* path) {
+  if (!cached.is_valid()) {
+    nb::object m = loaded_module(module);
+    if (!m.is_valid()) return nullptr;
+    nb::object v = m;
+    for (const char *p = path, *dot; p != nullptr; p = dot ? dot + 1 : nullptr) {
+      dot = std::strchr(p, '.');
+      v = v.attr(std::string(p, dot ? static_cast<std::size_t>(dot - p) : std::strlen(p)).c_str());
+    }
+    if (!PyType_Check(v.ptr())) return nullptr;
+    cached = std::move(v);
+  }
+  return reinterpret_cast<PyTypeObject*>(cached.ptr());
+}
+
+bool derives(PyTypeObject* tp, PyTypeObject* base) { return base && PyType_IsSubtype(tp, base); }
+
+// Kind and framework of objects of type `tp`.
+TypeInfo detect(PyTypeObject* tp) {
+  FrameworkCache& fc = framework_cache();
+  TypeInfo info;
+  info.framework = Framework::None;
+  // numpy.generic first: numpy.float64 subclasses float.
+  if (derives(tp, framework_type(fc.numpy_generic, "numpy", "generic"))) {
+    info.kind = Kind::NumpyScalar;
+    info.framework = Framework::NumPy;
+    return info;
+  }
+  constexpr std::pair<PyTypeObject*, Kind> kPython[] = {
+      {&PyBool_Type, Kind::Bool}, {&PyLong_Type, Kind::Int},
+      {&PyFloat_Type, Kind::Float}, {&PyComplex_Type, Kind::Complex}};
+  for (const auto& [base, kind] : kPython) {
+    if (PyType_IsSubtype(tp, base)) {
+      info.kind = kind;
+      return info;
+    }
+  }
+  if (derives(tp, framework_type(fc.numpy_ndarray, "numpy", "ndarray"))) {
+    info.kind = Kind::NumpyArray;
+    info.framework = Framework::NumPy;
+    return info;
+  }
+  info.framework = framework_of(tp);
+  if (info.framework == Framework::Torch &&
+      (tp == framework_type(fc.torch_tensor, "torch", "Tensor") ||
+       tp == framework_type(fc.torch_parameter, "torch", "nn.Parameter"))) {
+    info.kind = Kind::TorchTensor;
+    info.exchange = exchange_api_of(reinterpret_cast<PyObject*>(tp));
+  } else if (type_has(tp, "__dlpack__") && type_has(tp, "__dlpack_device__")) {
+    info.kind = Kind::DLPack;
+  } else if (type_has(tp, "__array_interface__") || type_has(tp, "__array__")) {
+    info.kind = Kind::HostArray;
+  }
+  return info;
 }
 
 // Every live type seen as an argument (entries leave with their types; see
@@ -91,27 +175,19 @@ void clear_convert_caches() {
   framework_cache() = FrameworkCache();
 }
 
-// What `_arrays.classify_type` says objects of this type are; entered into
-// the cache once per type.
+// What objects of this type are; entered into the cache once per type.
 [[gnu::noinline]] TypeInfo& classify_new(nb::handle obj, const char* argument, const ItemRef& where) {
   PyTypeObject* tp = Py_TYPE(obj.ptr());
   nb::handle type(reinterpret_cast<PyObject*>(tp));
-  nb::object r;
+  TypeInfo info;
   try {
-    r = hook(hooks().classify_type, "classify_type")(type);
+    info = detect(tp);
   } catch (nb::python_error& e) {
     throw ArgumentTypeError(argument, where.prefix() + "cannot tell what a " + type_text(obj) +
                                           " is (" + python_error_text(e) + ")");
   }
-  PyObject* t = r.ptr();
-  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
-      !PyUnicode_Check(PyTuple_GET_ITEM(t, 1)))
-    throw std::runtime_error("jitkernel: _arrays.classify_type returned no (kind, framework) pair");
-  TypeInfo info;
-  info.kind = kind_from(nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(t, 0))));
-  info.framework = framework_from(nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(t, 1))));
-  if (info.kind == Kind::TorchTensor) info.exchange = exchange_api_of(type);
-  // The hook ran Python code, which may have classified this type already.
+  // The lookups ran Python code (a metaclass's __getattr__), which may have
+  // classified this type already.
   auto& cache = type_cache();
   auto it = cache.find(tp);
   if (it != cache.end()) return it->second;

@@ -79,8 +79,8 @@ def device_info(device: int = 0) -> dict:
 
 
 def _install() -> None:
-    """Connects the extension to the Python helpers it calls (errors, dtypes, arrays, streams, toolkit)."""
-    from . import _arrays, _dtypes, _errors, _streams, _toolkit
+    """Connects the extension to the Python helpers it calls (errors, rare dtype-likes, toolkit)."""
+    from . import _dtypes, _errors, _toolkit
 
     _core._register_exceptions(
         base=_errors.JitKernelError,
@@ -93,12 +93,6 @@ def _install() -> None:
     )
     _core._install_hooks(
         normalize_dtype=_dtypes._normalize,
-        classify_type=_arrays.classify_type,
-        output_converter=_arrays.output_converter,
-        host_array=_arrays.as_host_array,
-        empty_host=_arrays.empty_host,
-        current_stream=_streams.current_stream_getter,
-        stream_handle=_streams.stream_handle,
         configure_toolkit=_toolkit.configure,
     )
     _atexit.register(_core._clear_caches)
