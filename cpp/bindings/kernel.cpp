@@ -140,7 +140,7 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
                 nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose) {
   if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
-    return nb::borrow(Py_NotImplemented);
+    return call_by_name(call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
   const bool show_source = verbose_arg(verbose);
   cuda::CudaKernel& kernel = named_kernel(self);
   ScratchLease lease;
@@ -262,8 +262,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
   try {
     read_call_keywords(c, Py_TYPE(self)->tp_name, args, kwargs, v);
     // Dicts, and kernels made without names, take the Python path.
-    const bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel ||
-                         is_dict_form(v[0], v[1], v[2], v[8]);
+    const bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
     if (!general) {
       // The list form, straight into `_call`'s C++ (no second argument dispatch).
       return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],

@@ -177,7 +177,7 @@ nb::object call(const PyMetalKernel& self, nb::handle inputs, nb::handle output_
                 nb::handle init_value, nb::handle stream, nb::handle outputs,
                 nb::handle verbose) {
   if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
-    return nb::borrow(Py_NotImplemented);
+    return call_by_name(call, self, self.spec.input_names, self.spec.output_names, "metal_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
   const bool show_source = verbose_arg(verbose);
   if (stream.is_valid() && !stream.is_none())
     throw ArgumentError("stream", "Metal kernels run on jitkernel's own Metal command queue; "

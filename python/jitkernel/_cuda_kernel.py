@@ -3,10 +3,9 @@
 The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/kernel.cpp), which converts the arguments,
 generates, compiles (once per signature and device), launches and wraps the outputs. Calling a kernel whose
 input and output names are known, with lists, is one C function (the base type's call slot): no Python code of
-this module runs per call. This module adds what is easiest in Python: argument checks of the factory, and the
-dict form of seed 000, where ``inputs``, ``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by
-name, the factory's names may be omitted, and the call returns a dict (``_call_general``, shared with the Metal
-front in ``_kernel_front.py``).
+this module runs per call, in the list form or the dict form (``inputs``, ``output_shapes``, ``output_dtypes``,
+``outputs`` keyed by name; a dict returned). This module adds the factory's argument checks and, for kernels made
+without names, the engine per name set (``_call_general``, shared with the Metal front in ``_kernel_front.py``).
 """
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory):
         # With both name lists known the C++ kernel is made (and the names validated) right away, and list-form
-        # calls go straight to it; without them each call's dicts name the arguments (_call_general).
+        # and dict-form calls go straight to it; without them each call's dicts name the arguments (_call_general).
         named = input_names is not None and output_names is not None
         super().__init__(name, list(input_names) if named else None, list(output_names) if named else None,
                          source, header, ensure_row_contiguous, shared_memory)

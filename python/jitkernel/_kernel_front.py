@@ -1,16 +1,17 @@
 """What ``cuda_kernel`` and ``metal_kernel`` share: the checks of the arguments both factories take
-(``factory_args``), the kernel objects' common part (``KernelFront``), name resolution of the dict call form
-(seed 000), for kernel objects whose C++ engine takes lists, and the errors of keyword-only calls made with
-positional arguments, unknown keywords or a required keyword missing (``REQUIRED``, ``bad_call``).
+(``factory_args``), the kernel objects' common part (``KernelFront``): one C++ engine per name set for kernels made
+without names, and the errors of keyword-only calls made with positional arguments, unknown keywords or a required
+keyword missing (``REQUIRED``, ``bad_call``).
 
 In the dict form ``inputs``, ``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by name, the
 factory's ``input_names`` / ``output_names`` may be omitted (the dicts' keys give them, in the dicts' order), and
-the call returns a dict. ``resolve_call`` turns such a call into the list form (``_cuda_kernel.py``,
-``_metal_kernel.py``).
+the call returns a dict. The C++ engines resolve the dict form themselves (cpp/bindings/call_form.cpp); this module
+only picks the engine for the names a call gives when the kernel was made without them.
 """
 from __future__ import annotations
 
-from ._errors import ArgumentError, ArgumentTypeError
+from . import _core
+from ._errors import ArgumentTypeError
 
 
 class _Required:
@@ -85,60 +86,6 @@ def factory_args(name, input_names, output_names, source, header, ensure_row_con
     return input_names, output_names
 
 
-def dict_keys(value: dict, argument: str) -> tuple:
-    keys = tuple(dict.keys(value))  # dict's own view: subclasses cannot make keys and values disagree
-    for key in keys:
-        if not isinstance(key, str):
-            raise ArgumentTypeError(argument, f"dict keys must be names (strings), got {key!r}")
-    return keys
-
-
-def match_names(keys: tuple, names: tuple, argument: str, names_argument: str) -> None:
-    if set(keys) != set(names) or len(keys) != len(names):
-        raise ArgumentError(argument, f"the keys {list(keys)} do not match the kernel's {names_argument} "
-                                      f"{list(names)}")
-
-
-def resolve_call(inputs, outputs_by_name: tuple, input_names, output_names, factory: str):
-    """(input names, inputs as a list, output names, dict_form) of a call in the list or dict form.
-
-    ``outputs_by_name``: (argument name, value) of the per-output arguments given (shapes, dtypes, outputs);
-    ``input_names`` / ``output_names``: the factory's tuples, or None; ``factory`` names it in messages.
-    """
-    dict_form = False
-    if isinstance(inputs, dict):
-        dict_form = True
-        in_names = dict_keys(inputs, "inputs")
-        if input_names is not None:
-            match_names(in_names, input_names, "inputs", "input_names")
-            in_names = input_names
-        inputs = [dict.__getitem__(inputs, n) for n in in_names]
-    else:
-        in_names = input_names
-        if in_names is None:
-            raise ArgumentError("inputs", f"this kernel was made without input_names: pass inputs as a dict "
-                                          f"{{name: array}}, or give input_names to {factory}()")
-    out_names = output_names
-    for argument, value in outputs_by_name:
-        if isinstance(value, dict):
-            dict_form = dict_form or argument != "outputs"
-            keys = dict_keys(value, argument)
-            if out_names is None:
-                out_names = keys
-            else:
-                match_names(keys, out_names, argument, "output names")
-    if out_names is None:
-        raise ArgumentError(outputs_by_name[0][0], f"this kernel was made without output_names: pass "
-                                                   f"output_shapes / output_dtypes as dicts {{name: value}}, "
-                                                   f"or give output_names to {factory}()")
-    return in_names, inputs, out_names, dict_form
-
-
-def ordered(value, names: tuple):
-    """A per-output dict as a list in ``names`` order; anything else as it is."""
-    return [dict.__getitem__(value, n) for n in names] if isinstance(value, dict) else value
-
-
 class KernelFront:
     """The part of ``CudaKernel`` and ``MetalKernelFunction`` that does not depend on the backend: the factory's
     arguments, one C++ engine per (input_names, output_names), and the dict form of calls and of the
@@ -177,22 +124,24 @@ class KernelFront:
             self._impls[(input_names, output_names)] = impl
         return impl
 
+    def _names(self, inputs, output_shapes, output_dtypes, outputs, query: bool) -> tuple:
+        """(input names, inputs, output_shapes, output_dtypes, outputs, output names, dict form) of a call (or a
+        source()-like query) in either form, resolved to the list form (cpp/bindings/call_form.cpp)."""
+        return _core._resolve_call(inputs, output_shapes, output_dtypes, outputs, self.input_names,
+                                   self.output_names, self._factory, query)
+
     def _call_general(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
                       outputs, verbose):
-        """A call with dicts, or to a kernel made without names: resolved to the list form of an engine."""
-        in_names, inputs, out_names, dict_form = resolve_call(
-            inputs, (("output_shapes", output_shapes), ("output_dtypes", output_dtypes), ("outputs", outputs)),
-            self.input_names, self.output_names, self._factory)
-        results = self._impl_for(in_names, out_names)._call(
-            inputs, ordered(output_shapes, out_names), ordered(output_dtypes, out_names), grid, threadgroup,
-            template, init_value, stream, ordered(outputs, out_names), verbose)
-        return dict(zip(out_names, results)) if dict_form else results
+        """A call to a kernel made without names: the engine for the names the call's dicts give, which takes
+        the call as it is (either form)."""
+        in_names, *_, out_names, _ = self._names(inputs, output_shapes, output_dtypes, outputs, False)
+        return self._impl_for(in_names, out_names)._call(inputs, output_shapes, output_dtypes, grid, threadgroup,
+                                                         template, init_value, stream, outputs, verbose)
 
     def _signature_args(self, inputs, output_dtypes):
         """(engine, inputs as a list, output_dtypes as a list) of a source()-like query in either form."""
         impl = self._impl
         if impl is not None and not (isinstance(inputs, dict) or isinstance(output_dtypes, dict)):
             return impl, inputs, output_dtypes
-        in_names, inputs, out_names, _ = resolve_call(inputs, (("output_dtypes", output_dtypes),),
-                                                      self.input_names, self.output_names, self._factory)
-        return self._impl_for(in_names, out_names), inputs, ordered(output_dtypes, out_names)
+        in_names, inputs, _, output_dtypes, _, out_names, _ = self._names(inputs, None, output_dtypes, None, True)
+        return self._impl_for(in_names, out_names), inputs, output_dtypes

@@ -74,11 +74,9 @@ class MetalKernelFunction(KernelFront):
             bad_call("MetalKernelFunction.__call__", args, unknown,
                      dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
         impl = self._impl
-        if impl is not None:  # names known: the C++ call checks everything, and declines dicts
-            results = impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                 stream, outputs, verbose)
-            if results is not NotImplemented:
-                return results
+        if impl is not None:  # names known: the C++ call checks everything (either form)
+            return impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
+                              outputs, verbose)
         return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
                                   stream, outputs, verbose)
 
