@@ -68,23 +68,15 @@ std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
 }
 
 // ---------------------------------------------------------------------------
-// The whole call.
+// The whole call, stage by stage.
 
-void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out) {
-  const auto* in_names = in.input_names;
+namespace {
+
+// Output shapes and dtypes (either may be omitted when outputs= gives them);
+// returns how many outputs the call has.
+std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std::size_t n_provided,
+                                  cuda::CallArguments& args) {
   const auto* out_names = in.output_names;
-  out.release();
-  std::vector<PendingArray>& pending = out.pending;
-
-  // outputs= (imported once the stream is known).
-  const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();
-  std::size_t n_provided = 0;
-  if (have_provided) {
-    n_provided = sequence_arg(in.outputs, "outputs", "a list of device arrays, one per output");
-    out.provided_outputs = in.outputs;
-  }
-
-  // Output shapes and dtypes (may be omitted when outputs= gives them).
   const bool have_shapes = in.output_shapes.is_valid() && !in.output_shapes.is_none();
   const bool have_dtypes = in.output_dtypes.is_valid() && !in.output_dtypes.is_none();
   if (!have_shapes && !have_provided)
@@ -115,26 +107,21 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
                                              " entries but output_shapes has " +
                                              std::to_string(args.output_shapes.size()) +
                                              "; give one shape and one dtype per output");
-  const std::size_t n_outputs = have_shapes ? args.output_shapes.size()
-                                : have_dtypes ? args.output_dtypes.size()
-                                : out_names   ? out_names->size()
-                                              : n_provided;
-  if (have_provided && n_provided != n_outputs)
-    throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
-                                       " (one per output), got " + std::to_string(n_provided));
+  return have_shapes ? args.output_shapes.size()
+         : have_dtypes ? args.output_dtypes.size()
+         : out_names   ? out_names->size()
+                       : n_provided;
+}
 
-  args.launch.grid = dim3_arg(in.grid, "grid");
-  args.launch.threadgroup = dim3_arg(in.threadgroup, "threadgroup");
-  args.init_value = init_value_arg(in.init_value);
-  const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.stream);
-
-  // Inputs: scalars and host arrays now, device arrays once the stream is known.
-  const std::size_t n_inputs = checked_input_count(in.inputs, in_names);
+// Inputs: scalars and host arrays now, device arrays into `out.pending`;
+// returns the framework of the first device array and sets its device.
+Framework convert_inputs(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out,
+                         int* framework_device) {
+  const std::size_t n_inputs = checked_input_count(in.inputs, in.input_names);
   args.inputs.resize(n_inputs);
   Framework framework = Framework::None;
-  int framework_device = 0;
   for_each_item(in.inputs, "inputs", [&](std::size_t i, nb::handle item) {
-    ItemRef where{"input", i, in_names};
+    ItemRef where{"input", i, in.input_names};
     Scalar s;
     if (scalar_value(item, in.widen_int_scalars, "inputs", where, &s)) {
       args.inputs[i] = s;
@@ -142,27 +129,32 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
     }
     ArrayView host;
     bool is_host = false;
-    Framework fw = classify_array(item, i, "inputs", where, out.borrowed, pending, &host, &is_host);
+    Framework fw = classify_array(item, i, "inputs", where, out.borrowed, out.pending, &host, &is_host);
     if (is_host) {
       args.inputs[i] = std::move(host);
       return;
     }
     if (framework == Framework::None) {
       framework = fw;
-      framework_device = pending.back().device;
+      *framework_device = out.pending.back().device;
     }
-    array_slot(args.inputs[i]);  // filled below
+    array_slot(args.inputs[i]);  // filled once the stream is known
   });
+  return framework;
+}
 
-  // The launch stream.
-  out.framework = framework;
+// The launch stream: stream=, else the current stream of the inputs'
+// framework (torch through its exchange API when it offers one), else 0.
+void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_stream,
+                   int framework_device, cuda::CallArguments& args, ConvertedCall& out) {
+  const Framework framework = out.framework;
   nb::object stream_owner;  // a stream object that outputs allocated on it must keep alive
   if (explicit_stream) {
     args.launch.stream = *explicit_stream;
     if (!PyLong_Check(in.stream.ptr())) stream_owner = nb::borrow(in.stream);
   } else if (framework == Framework::Torch || framework == Framework::CuPy) {
     const dlpack::ExchangeAPI* api =
-        framework == Framework::Torch ? first_exchange_api(pending) : nullptr;
+        framework == Framework::Torch ? first_exchange_api(out.pending) : nullptr;
     void* current = nullptr;
     if (api != nullptr && api->current_work_stream(dlpack::kCUDA, framework_device, &current) == 0) {
       args.launch.stream = reinterpret_cast<std::uintptr_t>(current);
@@ -178,53 +170,81 @@ void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall
   // Handles 0, 1 and 2 are default streams, which are never destroyed.
   args.launch.stream_keepalive =
       stream_owner.is_valid() && args.launch.stream > 2 ? python_owner(stream_owner) : nullptr;
-  const std::uintptr_t stream = args.launch.stream;
-  out.stream = stream;
-  const bool torch_direct = out.stream_is_framework_current && framework == Framework::Torch;
+  out.stream = args.launch.stream;
+}
 
-  for (const PendingArray& p : pending) {
-    ItemRef where{"input", p.index, in_names};
-    import_pending(p, stream, torch_direct, out.borrowed, "inputs", where,
+// Caller-provided outputs: device arrays only, writable.
+void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool torch_direct,
+                              cuda::CallArguments& args, ConvertedCall& out) {
+  const auto* out_names = in.output_names;
+  args.provided_outputs.resize(n_provided);
+  for_each_item(in.outputs, "outputs", [&](std::size_t j, nb::handle item) {
+    ItemRef where{"output", j, out_names};
+    ArrayView host;
+    bool is_host = false;
+    if (!is_jk_array(item)) {
+      TypeInfo& info = classify(item, "outputs", where);
+      if (info.framework == Framework::Jax)
+        throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
+                                                        "be written by a kernel; omit outputs= "
+                                                        "to get new JAX arrays");
+      if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
+        throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
+                                                            "arrays, got host memory (" +
+                                               type_text(item) + ")");
+    }
+    classify_array(item, j, "outputs", where, out.borrowed, out.pending, &host, &is_host);
+    if (is_host)
+      throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
+                                                          "got host memory (" +
+                                             type_text(item) + ")");
+    // The entry stays in `pending` (holding the array) until the launch is enqueued.
+    const bool read_only = import_pending(out.pending.back(), out.stream, torch_direct, out.borrowed,
+                                          "outputs", where, args.provided_outputs[j]);
+    if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
+  });
+  if (args.output_shapes.empty() && n_provided > 0) {
+    args.output_shapes.resize(n_provided);
+    for (std::size_t j = 0; j < n_provided; ++j) args.output_shapes[j] = args.provided_outputs[j].shape;
+  }
+  if (args.output_dtypes.empty())
+    for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
+}
+
+}  // namespace
+
+void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out) {
+  out.release();
+  // outputs= (imported once the stream is known).
+  const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();
+  std::size_t n_provided = 0;
+  if (have_provided) {
+    n_provided = sequence_arg(in.outputs, "outputs", "a list of device arrays, one per output");
+    out.provided_outputs = in.outputs;
+  }
+  const std::size_t n_outputs = convert_output_layout(in, have_provided, n_provided, args);
+  if (have_provided && n_provided != n_outputs)
+    throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
+                                       " (one per output), got " + std::to_string(n_provided));
+
+  args.launch.grid = dim3_arg(in.grid, "grid");
+  args.launch.threadgroup = dim3_arg(in.threadgroup, "threadgroup");
+  args.init_value = init_value_arg(in.init_value);
+  const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.stream);
+
+  int framework_device = 0;
+  out.framework = convert_inputs(in, args, out, &framework_device);
+  choose_stream(in, explicit_stream, framework_device, args, out);
+  const bool torch_direct = out.stream_is_framework_current && out.framework == Framework::Torch;
+  for (const PendingArray& p : out.pending) {
+    ItemRef where{"input", p.index, in.input_names};
+    import_pending(p, out.stream, torch_direct, out.borrowed, "inputs", where,
                    std::get<ArrayView>(args.inputs[p.index]));
   }
-
-  // Caller-provided outputs: device arrays only, writable.
-  if (have_provided) {
-    args.provided_outputs.resize(n_provided);
-    for_each_item(in.outputs, "outputs", [&](std::size_t j, nb::handle item) {
-      ItemRef where{"output", j, out_names};
-      ArrayView host;
-      bool is_host = false;
-      if (!is_jk_array(item)) {
-        TypeInfo& info = classify(item, "outputs", where);
-        if (info.framework == Framework::Jax)
-          throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
-                                                          "be written by a kernel; omit outputs= "
-                                                          "to get new JAX arrays");
-        if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
-          throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
-                                                              "arrays, got host memory (" +
-                                                                 type_text(item) + ")");
-      }
-      classify_array(item, j, "outputs", where, out.borrowed, pending, &host, &is_host);
-      if (is_host)
-        throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
-                                                            "got host memory (" +
-                                                               type_text(item) + ")");
-      // The entry stays in `pending` (holding the array) until the launch is enqueued.
-      const bool read_only = import_pending(pending.back(), stream, torch_direct, out.borrowed,
-                                            "outputs", where, args.provided_outputs[j]);
-      if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
-    });
-    if (!have_shapes) {
-      args.output_shapes.resize(n_provided);
-      for (std::size_t j = 0; j < n_provided; ++j) args.output_shapes[j] = args.provided_outputs[j].shape;
-    }
-    if (!have_dtypes)
-      for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
-  } else {
+  if (have_provided)
+    convert_provided_outputs(in, n_provided, torch_direct, args, out);
+  else
     args.provided_outputs.clear();
-  }
 }
 
 }  // namespace jk::py
