@@ -3,7 +3,8 @@
 ``dtype(x)`` accepts jitkernel dtypes, NumPy dtypes and scalar types (``np.float16``, ``np.dtype("int64")``,
 ``ml_dtypes.bfloat16``), JAX dtypes, PyTorch dtypes (``torch.bfloat16``) and names (``"float32"``, ``"half"``).
 No framework is imported here: a torch dtype can only exist once torch is imported, so ``sys.modules`` is asked.
-The extension calls ``_normalize`` for dtype-likes it has not seen before and remembers the answer.
+The extension reads names, NumPy and PyTorch dtypes itself and calls ``_normalize`` for other dtype-likes and for
+every error message (cpp/bindings/dtypes.cpp), remembering each answer.
 """
 from __future__ import annotations
 
