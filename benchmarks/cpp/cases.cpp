@@ -5,7 +5,7 @@
 //               generated kernel's compile key (key_*_user_headers: with two user headers to cover);
 //               disk_hit_* is compile_kernel_persistent answered from an entry
 //               stored once in a private temporary folder (key + open/read/checksum; no in-memory cache)
-//   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
+//   launch/*    on a GPU, steady state: jk::Kernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
 //               same driver table. One sample = up to `batch` launches on the legacy default stream + a sync.
 //   floor/*     on a GPU: bench_launch.py's exp kernel (4096 float32) through the bare driver: the launch, a
@@ -29,7 +29,7 @@
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/engine/kernel.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
@@ -97,8 +97,8 @@ jk::cuda::ToolkitPaths toolkit_from_env() {
 // --- kernels -------------------------------------------------------------------
 
 // c = a + b over n elements; n is a scalar input (read as n[0], which works for scalars as in MLX).
-jk::CudaKernelSpec add_spec() {
-  jk::CudaKernelSpec spec;
+jk::KernelSpec add_spec() {
+  jk::KernelSpec spec;
   spec.name = "bench_add";
   spec.input_names = {"a", "b", "n"};
   spec.output_names = {"c"};
@@ -116,8 +116,8 @@ jk::CallSignature add_signature(jk::DType dtype) {
 }
 
 // The exp example of MLX's cuda_kernel documentation (uses cooperative_groups, so CCCL headers).
-jk::CudaKernelSpec exp_spec() {
-  jk::CudaKernelSpec spec;
+jk::KernelSpec exp_spec() {
+  jk::KernelSpec spec;
   spec.name = "myexp";
   spec.input_names = {"inp"};
   spec.output_names = {"out"};
@@ -202,13 +202,13 @@ std::string store_in_disk_cache(const jk::GeneratedKernel& kernel, const std::st
 void add_cpu_cases(Suite& suite) {
   struct Gen {
     const char* name;
-    jk::CudaKernelSpec spec;
+    jk::KernelSpec spec;
     jk::CallSignature sig;
   };
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed", exp_spec(), exp_signature()}}) {
     jk::validate_cuda_kernel_spec(g.spec);
-    auto spec = std::make_shared<jk::CudaKernelSpec>(g.spec);
+    auto spec = std::make_shared<jk::KernelSpec>(g.spec);
     auto sig = std::make_shared<jk::CallSignature>(g.sig);
     suite.cases.push_back({std::string("codegen/") + g.name, "one generate_cuda_kernel", 1,
                            [spec, sig](std::int64_t n) {
@@ -274,7 +274,7 @@ void add_cpu_cases(Suite& suite) {
       file << text;
       if (!file.flush()) throw jk::Error("cannot write the benchmark header " + dir + "/" + name);
     }
-    jk::CudaKernelSpec spec = add_spec();
+    jk::KernelSpec spec = add_spec();
     spec.header = "#include \"" + dir + "/helper.h\"\n";
     auto kernel = std::make_shared<jk::GeneratedKernel>(
         jk::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
@@ -305,8 +305,8 @@ struct Module {
 struct GpuState {
   static constexpr std::int64_t kElements = 1;
   jk::cuda::OwnedArray a, b, c;
-  std::unique_ptr<jk::cuda::CudaKernel> kernel;
-  jk::cuda::KernelCall call_provided, call_alloc;
+  std::unique_ptr<jk::Kernel> kernel;
+  jk::KernelCall call_provided, call_alloc;
   Module module;
   jk::cuda::CUfunction raw = nullptr;
 };
@@ -332,16 +332,16 @@ void add_gpu_cases(Suite& suite) {
   jk::cuda::fill(st->a.view, 1.0, nullptr);
   jk::cuda::fill(st->b.view, 2.0, nullptr);
 
-  st->kernel = std::make_unique<jk::cuda::CudaKernel>(add_spec());
-  jk::cuda::KernelCall call;
-  call.args.inputs = {st->a.view, st->b.view, jk::Scalar::of(jk::DType::Int32, static_cast<std::int32_t>(n))};
-  call.args.output_shapes = {{n}};
-  call.args.output_dtypes = {jk::DType::Float32};
-  call.args.launch.grid = {n, 1, 1};
-  call.args.launch.threadgroup = {256, 1, 1};
-  call.args.launch.stream = 0;
+  st->kernel = std::make_unique<jk::Kernel>(add_spec(), jk::cuda_backend());
+  jk::KernelCall call;
+  call.inputs = {st->a.view, st->b.view, jk::Scalar::of(jk::DType::Int32, static_cast<std::int32_t>(n))};
+  call.output_shapes = {{n}};
+  call.output_dtypes = {jk::DType::Float32};
+  call.launch.grid = {n, 1, 1};
+  call.launch.threadgroup = {256, 1, 1};
+  call.launch.stream = 0;
   st->call_alloc = call;
-  call.args.provided_outputs = {st->c.view};
+  call.provided_outputs = {st->c.view};
   st->call_provided = call;
 
   // First calls compile and load; check the results once before timing anything.

@@ -88,6 +88,7 @@ def _install() -> None:
         argument_type=_errors.ArgumentTypeError,
         compile=_errors.CompileError,
         cuda_not_available=_errors.CudaNotAvailableError,
+        metal_not_available=_errors.MetalNotAvailableError,
         cuda=_errors.CudaError,
         kernel_fault=_errors.KernelFaultError,
     )
