@@ -16,7 +16,9 @@
 #include "convert.hpp"
 #include "hooks.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/builtin_kernels.hpp"
 #include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/module_cache.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit.hpp"
@@ -149,6 +151,21 @@ void bind(nb::module_& m) {
         "of the environment variables named) and the NVRTC libraries loaded now "
         "(_toolkit_loaded_nvrtc): (nvrtc_library, nvrtc_preload, include_dirs, notes), or None "
         "(internal).");
+  m.def(
+      "_compile_builtin_kernels",
+      [](const std::string& arch) {
+        std::string cubin;
+        {
+          nb::gil_scoped_release unlocked;
+          cubin = cuda::compile_source_persistent(cuda::builtin_kernels_source(),
+                                                  "jitkernel_builtins.cu", arch,
+                                                  cuda::CompileTarget::Cubin);
+        }
+        return nb::bytes(cubin.data(), cubin.size());
+      },
+      "arch"_a,
+      "The builtin copy/fill kernels compiled for `arch` as a precompiled launch compiles them "
+      "(internal, for tests: no GPU needed).");
   m.def("toolkit_paths", &toolkit_paths_dict, "The paths the core currently uses.");
   m.def(
       "nvrtc_version",
