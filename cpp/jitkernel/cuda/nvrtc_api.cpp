@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -15,7 +14,7 @@
 #include <vector>
 
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -35,7 +34,7 @@ std::string dl_error() {
 }
 
 void load_nvrtc() {
-  ToolkitPaths paths = toolkit_paths();
+  ToolkitPaths paths = toolkit_paths();  // resolves the toolkit on first use
   for (const auto& pre : paths.nvrtc_preload) {
     if (dlopen(pre.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       throw CudaNotAvailable("NVRTC could not be loaded: preloading " + pre + " failed (" +
@@ -45,10 +44,7 @@ void load_nvrtc() {
   std::vector<std::string> candidates;
   if (!paths.nvrtc_library.empty()) {
     candidates.push_back(paths.nvrtc_library);
-  } else {
-    if (const char* env = std::getenv("JITKERNEL_NVRTC_PATH"); env != nullptr && *env != '\0') {
-      candidates.emplace_back(env);
-    }
+  } else {  // none found (toolkit_from_environment): the loader's search path
     for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
       candidates.emplace_back(soname);
     }
