@@ -4,7 +4,8 @@ does nothing about the toolkit beforehand) loads the NVRTC the package's search 
 library guessed by name, and compiles with that search's header folders.
 
 Each check runs in a fresh process (the toolkit is resolved once per process), with the compile cache off so that
-no toolkit record of another test is used.
+no toolkit record of another test is used; threads that need the toolkit at once share one resolution (none
+deadlocks, whether it holds the GIL or not).
 """
 from __future__ import annotations
 
@@ -39,11 +40,12 @@ PROBE = textwrap.dedent("""
 """)
 
 
-def probe(**env_overrides) -> dict:
+def probe(script: str = PROBE, **env_overrides) -> dict:
+    """Runs ``script`` in a fresh interpreter with the compile cache off; the JSON it prints last."""
     env = dict(os.environ, JITKERNEL_CACHE="0")
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(env_overrides)
-    proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -74,3 +76,29 @@ def test_explicit_nvrtc_path_is_what_the_core_loads(searched, tmp_path):
     assert "error" not in out, out.get("error")
     assert out["paths"]["nvrtc_library"] == str(lib)
     assert out["mapped"] == [os.path.realpath(searched.nvrtc_library)]
+
+
+THREADS = textwrap.dedent("""
+    import json, threading
+    import jitkernel as jk
+    from jitkernel import _core
+    errors, sizes = [], []
+    def work(i):
+        try:  # half ask holding the GIL, half without it: one resolves, the others wait for it
+            sizes.append(len(_core._compile_builtin_kernels("sm_90a")) if i % 2 else _core.nvrtc_version()[0])
+        except Exception as e:
+            errors.append(f"{type(e).__name__}: {e}")
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    print(json.dumps(dict(errors=errors, done=len(sizes), alive=sum(t.is_alive() for t in threads),
+                          paths=_core.toolkit_paths())))
+""")
+
+
+def test_threads_that_need_the_toolkit_at_once_resolve_it_once(searched):
+    out = probe(THREADS)
+    assert out["errors"] == [] and out["alive"] == 0 and out["done"] == 8
+    assert out["paths"]["nvrtc_library"] == searched.nvrtc_library

@@ -34,7 +34,7 @@ std::string dl_error() {
 }
 
 void load_nvrtc() {
-  ToolkitPaths paths = toolkit_paths();  // resolves the toolkit on first use
+  ToolkitPaths paths = toolkit_paths();
   for (const auto& pre : paths.nvrtc_preload) {
     if (dlopen(pre.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       throw CudaNotAvailable("NVRTC could not be loaded: preloading " + pre + " failed (" +
@@ -98,6 +98,7 @@ void load_nvrtc() {
 
 const NvrtcApi& nvrtc() {
   if (g_loaded.load(std::memory_order_acquire)) return g_api;
+  resolve_toolkit();  // before the lock: resolving may run Python (toolkit_provider.hpp)
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_loaded.load(std::memory_order_relaxed)) {
     load_nvrtc();
