@@ -7,8 +7,9 @@
 // result as a toolkit record: toolkit_record.hpp), else from the environment
 // (toolkit_from_environment). So every entry point, precompiled launches that
 // compile the builtin kernels included, compiles with the same toolkit and
-// none has to ask for it first. Resolving loads nothing itself: NVRTC is
-// loaded on the first compile. All functions are thread-safe.
+// none has to ask for it first. The provider loads nothing itself (the
+// NVRTC loader, nvrtc_api.hpp, does on the first compile). All functions are
+// thread-safe.
 #pragma once
 
 #include "jitkernel/cuda/toolkit/toolkit_paths.hpp"
@@ -16,10 +17,9 @@
 namespace jk::cuda {
 
 // Finds the toolkit; may throw (the error reaches whoever first needed the
-// toolkit, and the next one asks again). Called at most once at a time, with
-// no lock of the core held by the provider's caller beyond the provider's own
-// and outside any BlockingSection it opened (core/blocking.hpp): a resolver
-// that needs the embedding layer (the GIL) takes it itself.
+// toolkit, and the next caller asks again). Runs on whichever thread first
+// needs the toolkit, one thread at a time; a resolver that needs the
+// embedding layer (the Python bindings' search: the GIL) takes it itself.
 using ToolkitResolver = ToolkitPaths (*)();
 
 // Registers `resolver` for the resolutions to come (nullptr: the environment).
