@@ -22,7 +22,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "jitkernel/cache/disk_cache.hpp"
@@ -34,7 +33,7 @@
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/memory.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jkbench {
 namespace {
@@ -44,54 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-// --- toolkit -----------------------------------------------------------------
-
-// NVRTC and headers: JITKERNEL_NVRTC_PATH / JITKERNEL_INCLUDE_PATH (':'-separated) when set, else the
-// toolkit at CUDA_HOME, CUDA_PATH or /usr/local/cuda. libnvrtc-builtins next to NVRTC is preloaded.
-jk::cuda::ToolkitPaths toolkit_from_env() {
-  jk::cuda::ToolkitPaths paths;
-  std::string root = env("CUDA_HOME");
-  if (root.empty()) root = env("CUDA_PATH");
-  if (root.empty()) root = "/usr/local/cuda";
-
-  paths.nvrtc_library = env("JITKERNEL_NVRTC_PATH");
-  if (paths.nvrtc_library.empty()) {
-    paths.nvrtc_library = "libnvrtc.so.13";  // soname: the loader's search path
-    for (const char* rel : {"lib64/libnvrtc.so.13", "lib64/libnvrtc.so", "lib/libnvrtc.so.13"}) {
-      if (fs::exists(fs::path(root) / rel)) {
-        paths.nvrtc_library = (fs::path(root) / rel).string();
-        break;
-      }
-    }
-  }
-  fs::path dir = fs::path(paths.nvrtc_library).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && fs::is_directory(dir, ec)) {
-    std::string best;  // the most specific name, e.g. libnvrtc-builtins.so.13.0
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      std::string name = entry.path().filename().string();
-      if (name.rfind("libnvrtc-builtins.so.", 0) == 0 && name.size() > best.size()) best = name;
-    }
-    if (!best.empty()) paths.nvrtc_preload.push_back((dir / best).string());
-  }
-
-  std::string includes = env("JITKERNEL_INCLUDE_PATH");
-  if (!includes.empty()) {
-    std::stringstream ss(includes);
-    for (std::string item; std::getline(ss, item, ':');)
-      if (!item.empty()) paths.include_dirs.push_back(item);
-  } else {
-    for (const char* rel : {"include", "include/cccl"})
-      if (fs::is_directory(fs::path(root) / rel, ec)) paths.include_dirs.push_back((fs::path(root) / rel).string());
-  }
-  return paths;
 }
 
 // --- kernels -------------------------------------------------------------------
@@ -484,8 +435,8 @@ void add_floor_cases(Suite& suite) {
 }  // namespace
 
 std::string toolkit_summary() {
-  auto p = jk::cuda::toolkit_paths();
-  std::string s = "NVRTC " + p.nvrtc_library;
+  auto p = jk::cuda::toolkit_paths();  // the environment's toolkit (toolkit_from_environment)
+  std::string s = "NVRTC " + (p.nvrtc_library.empty() ? "(the system loader's libnvrtc.so.13)" : p.nvrtc_library);
   for (const auto& d : p.include_dirs) s += " -I" + d;
   return s;
 }
@@ -503,7 +454,6 @@ std::int64_t sample_size(const Case& c, double one_op_seconds) {
 }
 
 Suite make_suite() {
-  jk::cuda::configure_toolkit(toolkit_from_env());
   Suite suite;
   add_cpu_cases(suite);
   if (jk::cuda::cuda_available() && jk::cuda::device_count() > 0) {

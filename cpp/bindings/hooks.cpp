@@ -16,8 +16,6 @@ std::vector<void (*)()>& clear_functions() {
   return *fns;
 }
 
-bool g_toolkit_configured = false;
-
 void install_hooks(nb::kwargs kwargs) {
   Hooks& h = hooks();
   for (auto [key, value] : kwargs) {
@@ -30,7 +28,6 @@ void install_hooks(nb::kwargs kwargs) {
     else if (name == "empty_host") h.empty_host = v;
     else if (name == "current_stream") h.current_stream = v;
     else if (name == "stream_handle") h.stream_handle = v;
-    else if (name == "configure_toolkit") h.configure_toolkit = v;
     else throw nb::value_error(("unknown hook '" + name + "'").c_str());
   }
 }
@@ -38,7 +35,6 @@ void install_hooks(nb::kwargs kwargs) {
 void clear_caches() {
   for (auto fn : clear_functions()) fn();
   hooks() = Hooks();
-  g_toolkit_configured = false;
 }
 
 // Releases the GIL when the calling thread holds it (a section opened on a
@@ -72,12 +68,5 @@ nb::handle hook(const nb::object& h, const char* name) {
 }
 
 void on_clear_caches(void (*clear)()) { clear_functions().push_back(clear); }
-
-void ensure_toolkit() {
-  if (g_toolkit_configured) return;
-  const nb::object& configure = hooks().configure_toolkit;
-  if (configure.is_valid()) configure();
-  g_toolkit_configured = true;
-}
 
 }  // namespace jk::py

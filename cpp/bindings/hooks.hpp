@@ -1,5 +1,5 @@
 // Calls from C++ back into jitkernel's Python helpers (dtype normalisation,
-// framework detection, stream lookup, toolkit search). The package installs
+// framework detection, stream lookup). The package installs
 // them once at import (`_core._install_hooks`); caches that hold Python
 // objects register a clear function so `_core._clear_caches` (run at exit)
 // drops every reference before the interpreter shuts down.
@@ -17,7 +17,6 @@ struct Hooks {
   nb::object empty_host;         // _arrays.empty_host(shape, dtype_name) -> numpy.ndarray
   nb::object current_stream;     // _streams.current_stream_getter(framework) -> callable(device) | None
   nb::object stream_handle;      // _streams.stream_handle(obj) -> int
-  nb::object configure_toolkit;  // _toolkit.configure()
 };
 
 Hooks& hooks();
@@ -28,9 +27,5 @@ nb::handle hook(const nb::object& h, const char* name);
 
 // Registers a function that drops cached Python references.
 void on_clear_caches(void (*clear)());
-
-// Hands the NVRTC/header locations to the core before anything may compile
-// (first call only; asks `_toolkit.configure`).
-void ensure_toolkit();
 
 }  // namespace jk::py

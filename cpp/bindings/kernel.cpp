@@ -152,7 +152,6 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
     auto sig = signature_of(kc.inputs, kc.output_dtypes, kc.template_args);
     nb::print(nb::str(kernel.generate(sig).source.c_str()));
   }
-  ensure_toolkit();
   std::vector<OwnedArray> results = kernel(kc);
   return wrap_outputs(std::move(results), conv);
   // The lease ends here: consumed DLPack tensors are released after the launch.
@@ -342,7 +341,6 @@ void bind(nb::module_& m) {
              cuda::CompileTarget t = target_arg(target);
              check_arch(arch, t);
              CallSignature sig = signature(self, inputs, output_dtypes, tmpl);
-             ensure_toolkit();
              std::string binary;
              {
                nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
@@ -374,7 +372,6 @@ void bind(nb::module_& m) {
          const std::string& name) {
         cuda::CompileTarget t = target_arg(target);
         check_arch(arch, t);
-        ensure_toolkit();
         std::string binary;
         {
           nb::gil_scoped_release unlocked;

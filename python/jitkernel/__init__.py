@@ -48,7 +48,7 @@ from ._cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
 from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
-from ._toolkit import toolkit_info
+from ._toolkit_search import toolkit_info
 
 __version__: str = getattr(_core, "__version__", "0.0.0")
 
@@ -79,8 +79,8 @@ def device_info(device: int = 0) -> dict:
 
 
 def _install() -> None:
-    """Connects the extension to the Python helpers it calls (errors, dtypes, arrays, streams, toolkit)."""
-    from . import _arrays, _dtypes, _errors, _streams, _toolkit
+    """Connects the extension to the Python helpers it calls (errors, dtypes, arrays, streams)."""
+    from . import _arrays, _dtypes, _errors, _streams
 
     _core._register_exceptions(
         base=_errors.JitKernelError,
@@ -100,7 +100,6 @@ def _install() -> None:
         empty_host=_arrays.empty_host,
         current_stream=_streams.current_stream_getter,
         stream_handle=_streams.stream_handle,
-        configure_toolkit=_toolkit.configure,
     )
     _atexit.register(_core._clear_caches)
 
