@@ -5,7 +5,7 @@
 //               generated kernel's compile key (key_*_user_headers: with two user headers to cover);
 //               disk_hit_* is compile_kernel_persistent answered from an entry
 //               stored once in a private temporary folder (key + open/read/checksum; no in-memory cache)
-//   launch/*    on a GPU, steady state: CudaKernel::operator() with device pointers (caller outputs, and
+//   launch/*    on a GPU, steady state: jk::Kernel::operator() with device pointers (caller outputs, and
 //               outputs it allocates) against a bare cuLaunchKernelEx of the same add kernel through the
 //               same driver table. One sample = up to `batch` launches on the legacy default stream + a sync.
 //   floor/*     on a GPU: bench_launch.py's exp kernel (4096 float32) through the bare driver: the launch, a
@@ -22,19 +22,18 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/engine/kernel.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/memory.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jkbench {
 namespace {
@@ -46,59 +45,11 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-// --- toolkit -----------------------------------------------------------------
-
-// NVRTC and headers: JITKERNEL_NVRTC_PATH / JITKERNEL_INCLUDE_PATH (':'-separated) when set, else the
-// toolkit at CUDA_HOME, CUDA_PATH or /usr/local/cuda. libnvrtc-builtins next to NVRTC is preloaded.
-jk::cuda::ToolkitPaths toolkit_from_env() {
-  jk::cuda::ToolkitPaths paths;
-  std::string root = env("CUDA_HOME");
-  if (root.empty()) root = env("CUDA_PATH");
-  if (root.empty()) root = "/usr/local/cuda";
-
-  paths.nvrtc_library = env("JITKERNEL_NVRTC_PATH");
-  if (paths.nvrtc_library.empty()) {
-    paths.nvrtc_library = "libnvrtc.so.13";  // soname: the loader's search path
-    for (const char* rel : {"lib64/libnvrtc.so.13", "lib64/libnvrtc.so", "lib/libnvrtc.so.13"}) {
-      if (fs::exists(fs::path(root) / rel)) {
-        paths.nvrtc_library = (fs::path(root) / rel).string();
-        break;
-      }
-    }
-  }
-  fs::path dir = fs::path(paths.nvrtc_library).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && fs::is_directory(dir, ec)) {
-    std::string best;  // the most specific name, e.g. libnvrtc-builtins.so.13.0
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      std::string name = entry.path().filename().string();
-      if (name.rfind("libnvrtc-builtins.so.", 0) == 0 && name.size() > best.size()) best = name;
-    }
-    if (!best.empty()) paths.nvrtc_preload.push_back((dir / best).string());
-  }
-
-  std::string includes = env("JITKERNEL_INCLUDE_PATH");
-  if (!includes.empty()) {
-    std::stringstream ss(includes);
-    for (std::string item; std::getline(ss, item, ':');)
-      if (!item.empty()) paths.include_dirs.push_back(item);
-  } else {
-    for (const char* rel : {"include", "include/cccl"})
-      if (fs::is_directory(fs::path(root) / rel, ec)) paths.include_dirs.push_back((fs::path(root) / rel).string());
-  }
-  return paths;
-}
-
 // --- kernels -------------------------------------------------------------------
 
 // c = a + b over n elements; n is a scalar input (read as n[0], which works for scalars as in MLX).
-jk::CudaKernelSpec add_spec() {
-  jk::CudaKernelSpec spec;
+jk::KernelSpec add_spec() {
+  jk::KernelSpec spec;
   spec.name = "bench_add";
   spec.input_names = {"a", "b", "n"};
   spec.output_names = {"c"};
@@ -116,8 +67,8 @@ jk::CallSignature add_signature(jk::DType dtype) {
 }
 
 // The exp example of MLX's cuda_kernel documentation (uses cooperative_groups, so CCCL headers).
-jk::CudaKernelSpec exp_spec() {
-  jk::CudaKernelSpec spec;
+jk::KernelSpec exp_spec() {
+  jk::KernelSpec spec;
   spec.name = "myexp";
   spec.input_names = {"inp"};
   spec.output_names = {"out"};
@@ -202,13 +153,13 @@ std::string store_in_disk_cache(const jk::GeneratedKernel& kernel, const std::st
 void add_cpu_cases(Suite& suite) {
   struct Gen {
     const char* name;
-    jk::CudaKernelSpec spec;
+    jk::KernelSpec spec;
     jk::CallSignature sig;
   };
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed", exp_spec(), exp_signature()}}) {
     jk::validate_cuda_kernel_spec(g.spec);
-    auto spec = std::make_shared<jk::CudaKernelSpec>(g.spec);
+    auto spec = std::make_shared<jk::KernelSpec>(g.spec);
     auto sig = std::make_shared<jk::CallSignature>(g.sig);
     suite.cases.push_back({std::string("codegen/") + g.name, "one generate_cuda_kernel", 1,
                            [spec, sig](std::int64_t n) {
@@ -274,7 +225,7 @@ void add_cpu_cases(Suite& suite) {
       file << text;
       if (!file.flush()) throw jk::Error("cannot write the benchmark header " + dir + "/" + name);
     }
-    jk::CudaKernelSpec spec = add_spec();
+    jk::KernelSpec spec = add_spec();
     spec.header = "#include \"" + dir + "/helper.h\"\n";
     auto kernel = std::make_shared<jk::GeneratedKernel>(
         jk::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
@@ -305,8 +256,8 @@ struct Module {
 struct GpuState {
   static constexpr std::int64_t kElements = 1;
   jk::cuda::OwnedArray a, b, c;
-  std::unique_ptr<jk::cuda::CudaKernel> kernel;
-  jk::cuda::KernelCall call_provided, call_alloc;
+  std::unique_ptr<jk::Kernel> kernel;
+  jk::KernelCall call_provided, call_alloc;
   Module module;
   jk::cuda::CUfunction raw = nullptr;
 };
@@ -332,16 +283,16 @@ void add_gpu_cases(Suite& suite) {
   jk::cuda::fill(st->a.view, 1.0, nullptr);
   jk::cuda::fill(st->b.view, 2.0, nullptr);
 
-  st->kernel = std::make_unique<jk::cuda::CudaKernel>(add_spec());
-  jk::cuda::KernelCall call;
-  call.args.inputs = {st->a.view, st->b.view, jk::Scalar::of(jk::DType::Int32, static_cast<std::int32_t>(n))};
-  call.args.output_shapes = {{n}};
-  call.args.output_dtypes = {jk::DType::Float32};
-  call.args.launch.grid = {n, 1, 1};
-  call.args.launch.threadgroup = {256, 1, 1};
-  call.args.launch.stream = 0;
+  st->kernel = std::make_unique<jk::Kernel>(add_spec(), jk::cuda_backend());
+  jk::KernelCall call;
+  call.inputs = {st->a.view, st->b.view, jk::Scalar::of(jk::DType::Int32, static_cast<std::int32_t>(n))};
+  call.output_shapes = {{n}};
+  call.output_dtypes = {jk::DType::Float32};
+  call.launch.grid = {n, 1, 1};
+  call.launch.threadgroup = {256, 1, 1};
+  call.launch.stream = 0;
   st->call_alloc = call;
-  call.args.provided_outputs = {st->c.view};
+  call.provided_outputs = {st->c.view};
   st->call_provided = call;
 
   // First calls compile and load; check the results once before timing anything.
@@ -484,8 +435,8 @@ void add_floor_cases(Suite& suite) {
 }  // namespace
 
 std::string toolkit_summary() {
-  auto p = jk::cuda::toolkit_paths();
-  std::string s = "NVRTC " + p.nvrtc_library;
+  auto p = jk::cuda::toolkit_paths();  // the environment's toolkit (toolkit_from_environment)
+  std::string s = "NVRTC " + (p.nvrtc_library.empty() ? "(the system loader's libnvrtc.so.13)" : p.nvrtc_library);
   for (const auto& d : p.include_dirs) s += " -I" + d;
   return s;
 }
@@ -503,7 +454,6 @@ std::int64_t sample_size(const Case& c, double one_op_seconds) {
 }
 
 Suite make_suite() {
-  jk::cuda::configure_toolkit(toolkit_from_env());
   Suite suite;
   add_cpu_cases(suite);
   if (jk::cuda::cuda_available() && jk::cuda::device_count() > 0) {

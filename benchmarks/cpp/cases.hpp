@@ -24,9 +24,9 @@ struct Suite {
   std::vector<std::string> skipped;  // "name: why", for cases that cannot run here (no GPU)
 };
 
-// Configures the toolkit from the environment (JITKERNEL_NVRTC_PATH, JITKERNEL_INCLUDE_PATH,
-// CUDA_HOME / CUDA_PATH / /usr/local/cuda), builds every case that can run on this machine and checks
-// each GPU case's result once. Throws jk::Error when setup fails (for example NVRTC not found).
+// Builds every case that can run on this machine and checks each GPU case's result once; the core
+// takes the toolkit from the environment (JITKERNEL_NVRTC_PATH, JITKERNEL_INCLUDE_PATH, CUDA_HOME /
+// CUDA_PATH / /usr/local/cuda: cuda/toolkit/toolkit_paths.hpp). Throws jk::Error when setup fails (for example NVRTC not found).
 Suite make_suite();
 
 // One line describing where NVRTC and the headers were taken from.

@@ -1,5 +1,5 @@
 """Prints `export` lines that hand the C++ benchmark the NVRTC library and CUDA include folders that the
-installed jitkernel Python package finds (its own search, jitkernel._toolkit), so both measure the same toolkit:
+installed jitkernel Python package finds (its own search, jitkernel._toolkit_search), so both measure the same toolkit:
 
     eval "$(python3 benchmarks/cpp/toolkit_env.py)" && build/bench/benchmarks/cpp/jitkernel_bench
 
@@ -11,13 +11,13 @@ import shlex
 import sys
 
 try:
-    from jitkernel import _toolkit
+    from jitkernel import _toolkit_search
 except ImportError as e:
     print(f"toolkit_env.py: jitkernel not importable ({e}); the benchmark will use its own defaults",
           file=sys.stderr)
     sys.exit(0)
 
-tk = _toolkit.search()
+tk = _toolkit_search.search()
 if tk.nvrtc_library:
     print(f"export JITKERNEL_NVRTC_PATH={shlex.quote(tk.nvrtc_library)}")
 if tk.include_dirs:

@@ -412,8 +412,8 @@ def cpp_cases(path, pattern):
         raise Skip(f"no C++ benchmark at {path!r} (build it with -DJITKERNEL_BUILD_BENCHMARKS=ON, or --cpp-bench)")
     env = dict(os.environ)
     try:
-        from jitkernel import _toolkit
-        tk = _toolkit.search()
+        from jitkernel import _toolkit_search
+        tk = _toolkit_search.search()
         if tk.nvrtc_library:
             env["JITKERNEL_NVRTC_PATH"] = tk.nvrtc_library
         if tk.include_dirs:

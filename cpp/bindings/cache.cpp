@@ -20,7 +20,7 @@
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::py {
 namespace {
@@ -92,7 +92,6 @@ std::string compile_key_hex(const std::string& source, const std::string& progra
                             std::optional<std::vector<std::string>> options,
                             std::optional<std::vector<std::string>> include_dirs) {
   cuda::CompileTarget t = target_of(target);
-  ensure_toolkit();
   cache::CompileKeyInputs in;
   in.source = source;
   in.program_name = program_name;

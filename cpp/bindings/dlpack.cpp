@@ -26,7 +26,7 @@ std::string device_type_name(std::int32_t type) {
 // What an exported capsule's manager owns: the buffer and the shape/strides
 // arrays the DLTensor points into.
 struct ExportContext {
-  std::shared_ptr<cuda::DeviceBuffer> buffer;
+  std::shared_ptr<Buffer> buffer;
   std::vector<std::int64_t> shape, strides;
   dlpack::ManagedTensor plain{};
   dlpack::ManagedTensorVersioned versioned{};

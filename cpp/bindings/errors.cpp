@@ -13,7 +13,7 @@ namespace jk::py {
 namespace {
 
 struct ExceptionClasses {
-  nb::object base, argument, argument_type, compile, cuda_not_available, cuda, kernel_fault;
+  nb::object base, argument, argument_type, compile, cuda_not_available, metal_not_available, cuda, kernel_fault;
 };
 
 ExceptionClasses& classes() {
@@ -67,6 +67,8 @@ void translate(const std::exception_ptr& p, void*) {
     } else {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
+  } catch (const jk::MetalNotAvailable& e) {
+    raise(c.metal_not_available, PyExc_RuntimeError, e.what(), e.what());
   } catch (const jk::KernelFault& e) {
     raise(c.kernel_fault, PyExc_RuntimeError, e.what(), e.what(), e.code());
   } catch (const jk::CudaError& e) {
@@ -77,14 +79,15 @@ void translate(const std::exception_ptr& p, void*) {
 }
 
 void register_exceptions(nb::handle base, nb::handle argument, nb::handle argument_type,
-                         nb::handle compile, nb::handle cuda_not_available, nb::handle cuda,
-                         nb::handle kernel_fault) {
+                         nb::handle compile, nb::handle cuda_not_available, nb::handle metal_not_available,
+                         nb::handle cuda, nb::handle kernel_fault) {
   ExceptionClasses& c = classes();
   c.base = nb::borrow(base);
   c.argument = nb::borrow(argument);
   c.argument_type = nb::borrow(argument_type);
   c.compile = nb::borrow(compile);
   c.cuda_not_available = nb::borrow(cuda_not_available);
+  c.metal_not_available = nb::borrow(metal_not_available);
   c.cuda = nb::borrow(cuda);
   c.kernel_fault = nb::borrow(kernel_fault);
 }
@@ -93,7 +96,7 @@ void bind(nb::module_& m) {
   nb::register_exception_translator(&translate);
   m.def("_register_exceptions", &register_exceptions, nb::arg("base"), nb::arg("argument"),
         nb::arg("argument_type"), nb::arg("compile"), nb::arg("cuda_not_available"),
-        nb::arg("cuda"), nb::arg("kernel_fault"),
+        nb::arg("metal_not_available"), nb::arg("cuda"), nb::arg("kernel_fault"),
         "Registers the Python exception classes jk:: errors become (internal).");
   on_clear_caches([] { classes() = ExceptionClasses(); });
 }

@@ -16,15 +16,12 @@ std::vector<void (*)()>& clear_functions() {
   return *fns;
 }
 
-bool g_toolkit_configured = false;
-
 void install_hooks(nb::kwargs kwargs) {
   Hooks& h = hooks();
   for (auto [key, value] : kwargs) {
     std::string name = nb::str(key).c_str();
     nb::object v = nb::borrow(value);
     if (name == "normalize_dtype") h.normalize_dtype = v;
-    else if (name == "configure_toolkit") h.configure_toolkit = v;
     else throw nb::value_error(("unknown hook '" + name + "'").c_str());
   }
 }
@@ -32,7 +29,6 @@ void install_hooks(nb::kwargs kwargs) {
 void clear_caches() {
   for (auto fn : clear_functions()) fn();
   hooks() = Hooks();
-  g_toolkit_configured = false;
 }
 
 // Releases the GIL when the calling thread holds it (a section opened on a
@@ -66,12 +62,5 @@ nb::handle hook(const nb::object& h, const char* name) {
 }
 
 void on_clear_caches(void (*clear)()) { clear_functions().push_back(clear); }
-
-void ensure_toolkit() {
-  if (g_toolkit_configured) return;
-  const nb::object& configure = hooks().configure_toolkit;
-  if (configure.is_valid()) configure();
-  g_toolkit_configured = true;
-}
 
 }  // namespace jk::py

@@ -1,6 +1,6 @@
 // Calls from C++ back into jitkernel's Python helpers, none of them on a
-// launch: the rare dtype-likes and the dtype error messages (dtypes.cpp), and
-// the toolkit search (first use only). The package installs
+// launch: the rare dtype-likes and the dtype error messages (dtypes.cpp).
+// The package installs
 // them once at import (`_core._install_hooks`); caches that hold Python
 // objects register a clear function so `_core._clear_caches` (run at exit)
 // drops every reference before the interpreter shuts down.
@@ -12,7 +12,6 @@ namespace jk::py {
 
 struct Hooks {
   nb::object normalize_dtype;    // _dtypes._normalize(obj, argument, context) -> DType
-  nb::object configure_toolkit;  // _toolkit.configure()
 };
 
 Hooks& hooks();
@@ -23,9 +22,5 @@ nb::handle hook(const nb::object& h, const char* name);
 
 // Registers a function that drops cached Python references.
 void on_clear_caches(void (*clear)());
-
-// Hands the NVRTC/header locations to the core before anything may compile
-// (first call only; asks `_toolkit.configure`).
-void ensure_toolkit();
 
 }  // namespace jk::py

@@ -21,7 +21,7 @@
 #include "template_args.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/cuda/cuda_kernel.hpp"
+#include "jitkernel/engine/kernel.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
 
 namespace jk::py {
@@ -30,19 +30,19 @@ namespace {
 // Empty `kernel` for a kernel made without input/output names: its calls go
 // to the Python subclass's _call_general (the dict form).
 struct PyCudaKernel {
-  std::optional<cuda::CudaKernel> kernel;
+  std::optional<Kernel> kernel;  // on cuda_backend()
   std::vector<std::string> input_names, output_names;  // for messages
 };
 
 PyTypeObject* g_kernel_type = nullptr;
 
-cuda::CudaKernel& named_kernel(PyCudaKernel& self) {
+Kernel& named_kernel(PyCudaKernel& self) {
   if (!self.kernel)
     throw ArgumentError("inputs", "this kernel was made without input_names/output_names: pass "
                                   "inputs and outputs as dicts keyed by name");
   return *self.kernel;
 }
-const cuda::CudaKernel& named_kernel(const PyCudaKernel& self) {
+const Kernel& named_kernel(const PyCudaKernel& self) {
   return named_kernel(const_cast<PyCudaKernel&>(self));
 }
 
@@ -51,7 +51,7 @@ const cuda::CudaKernel& named_kernel(const PyCudaKernel& self) {
 // arguments. A call made while another is converting on the same thread (a
 // Python callback calling a kernel) gets storage of its own.
 struct CallScratch {
-  cuda::KernelCall kc;
+  KernelCall kc;
   ConvertedCall conv;
   bool busy = false;
 };
@@ -71,7 +71,7 @@ class ScratchLease {
   // Drops the call's references to Python objects and streams (after the launch).
   ~ScratchLease() {
     scratch_->conv.release();
-    scratch_->kc.args.launch.stream_keepalive.reset();
+    scratch_->kc.launch.stream_keepalive.reset();
     scratch_->kc.template_args.clear();
     scratch_->busy = false;
   }
@@ -116,11 +116,11 @@ CallSignature signature(const PyCudaKernel& self, nb::handle inputs, nb::handle 
   named_kernel(self);
   auto in = describe_inputs(inputs, &self.input_names, true);
   auto dtypes = output_dtypes_arg(output_dtypes, &self.output_names);
-  return cuda::describe_call(in, dtypes, template_args(tmpl));
+  return signature_of(in, dtypes, template_args(tmpl));
 }
 
 // Converts a call's arguments (everything but the launch itself).
-void convert(const PyCudaKernel& self, cuda::KernelCall& call, ConvertedCall& conv,
+void convert(const PyCudaKernel& self, KernelCall& call, ConvertedCall& conv,
              nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,
              nb::handle threadgroup, nb::handle tmpl, nb::handle init_value, nb::handle stream,
              nb::handle outputs) {
@@ -129,7 +129,7 @@ void convert(const PyCudaKernel& self, cuda::KernelCall& call, ConvertedCall& co
   in.input_names = &self.input_names;
   in.output_names = &self.output_names;
   in.widen_int_scalars = true;
-  convert_call(in, call.args, conv);
+  convert_call(in, call, conv);
 }
 
 // The list form of a call. Returns NotImplemented when inputs, output_shapes,
@@ -142,18 +142,17 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
   if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
     return call_by_name(call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
   const bool show_source = verbose_arg(verbose);
-  cuda::CudaKernel& kernel = named_kernel(self);
+  Kernel& kernel = named_kernel(self);
   ScratchLease lease;
-  cuda::KernelCall& kc = (*lease).kc;
+  KernelCall& kc = (*lease).kc;
   ConvertedCall& conv = (*lease).conv;
   convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
           init_value, stream, outputs);
   if (show_source) {
-    auto sig = cuda::describe_call(kc.args.inputs, kc.args.output_dtypes, kc.template_args);
+    auto sig = signature_of(kc.inputs, kc.output_dtypes, kc.template_args);
     nb::print(nb::str(kernel.generate(sig).source.c_str()));
   }
-  ensure_toolkit();
-  std::vector<cuda::OwnedArray> results = kernel(kc);
+  std::vector<OwnedArray> results = kernel(kc);
   return wrap_outputs(std::move(results), conv);
   // The lease ends here: consumed DLPack tensors are released after the launch.
 }
@@ -305,7 +304,7 @@ void bind(nb::module_& m) {
               new (self) PyCudaKernel{std::nullopt, {}, {}};
               return;
             }
-            CudaKernelSpec spec;
+            KernelSpec spec;
             spec.name = std::move(name);
             spec.input_names = *input_names;
             spec.output_names = *output_names;
@@ -313,7 +312,7 @@ void bind(nb::module_& m) {
             spec.header = std::move(header);
             spec.ensure_row_contiguous = ensure_row_contiguous;
             spec.shared_memory = shared_memory;
-            new (self) PyCudaKernel{cuda::CudaKernel(std::move(spec)), std::move(*input_names),
+            new (self) PyCudaKernel{Kernel(std::move(spec), cuda_backend()), std::move(*input_names),
                                     std::move(*output_names)};
           },
           "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a, "header"_a,
@@ -341,11 +340,10 @@ void bind(nb::module_& m) {
              cuda::CompileTarget t = target_arg(target);
              check_arch(arch, t);
              CallSignature sig = signature(self, inputs, output_dtypes, tmpl);
-             ensure_toolkit();
              std::string binary;
              {
                nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
-               binary = named_kernel(self).compile(sig, arch, t);
+               binary = cuda::compile_kernel_persistent(named_kernel(self).generate(sig), arch, t);
              }
              return nb::bytes(binary.data(), binary.size());
            },
@@ -373,7 +371,6 @@ void bind(nb::module_& m) {
          const std::string& name) {
         cuda::CompileTarget t = target_arg(target);
         check_arch(arch, t);
-        ensure_toolkit();
         std::string binary;
         {
           nb::gil_scoped_release unlocked;

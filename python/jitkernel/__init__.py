@@ -48,7 +48,7 @@ from ._cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
 from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
-from ._toolkit import toolkit_info
+from ._toolkit_search import toolkit_info
 
 __version__: str = getattr(_core, "__version__", "0.0.0")
 
@@ -79,8 +79,8 @@ def device_info(device: int = 0) -> dict:
 
 
 def _install() -> None:
-    """Connects the extension to the Python helpers it calls (errors, rare dtype-likes, toolkit)."""
-    from . import _dtypes, _errors, _toolkit
+    """Connects the extension to the Python helpers it calls (errors, rare dtype-likes)."""
+    from . import _dtypes, _errors
 
     _core._register_exceptions(
         base=_errors.JitKernelError,
@@ -88,12 +88,12 @@ def _install() -> None:
         argument_type=_errors.ArgumentTypeError,
         compile=_errors.CompileError,
         cuda_not_available=_errors.CudaNotAvailableError,
+        metal_not_available=_errors.MetalNotAvailableError,
         cuda=_errors.CudaError,
         kernel_fault=_errors.KernelFaultError,
     )
     _core._install_hooks(
         normalize_dtype=_dtypes._normalize,
-        configure_toolkit=_toolkit.configure,
     )
     _atexit.register(_core._clear_caches)
 

@@ -60,11 +60,11 @@ class CudaNotAvailableError(JitKernelError, RuntimeError):
 
     @classmethod
     def _from_core(cls, message: str) -> "CudaNotAvailableError":
-        # The core knows the path it failed to load; _toolkit knows where it looked and why.
+        # The core knows the path it failed to load; _toolkit_search knows where it looked and why.
         if "nvrtc" in message.lower():
-            from . import _toolkit
+            from . import _toolkit_search
 
-            notes = _toolkit.search_notes(with_hint="pip install" not in message)
+            notes = _toolkit_search.search_notes(with_hint="pip install" not in message)
             if notes:
                 message = f"{message}\n{notes}"
         return cls(message)

@@ -1,5 +1,5 @@
-"""The toolkit record (cpp/jitkernel/cuda/toolkit_record.hpp, python/jitkernel/_toolkit.py): a process whose compile
-cache is warm finds NVRTC and the headers from the record of an earlier search, so a cache hit imports no
+"""The toolkit record (cpp/jitkernel/cuda/toolkit/toolkit_record.hpp, python/jitkernel/_toolkit_search.py): a process
+whose compile cache is warm finds NVRTC and the headers from the record of an earlier search, so a cache hit imports no
 cuda-pathfinder and loads no NVRTC; the record is the search's exact result; it is searched again (never used stale)
 when the variables that steer the search change, when the NVRTC file found is modified or replaced, when a place the
 search looked at changes, when it is damaged or its folder is not private; the compile key still tells NVRTC builds
@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 import jitkernel as jk
-from jitkernel import _core, _toolkit
+from jitkernel import _core, _toolkit_search
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(jk.__file__)))
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -34,21 +34,21 @@ PROBE = textwrap.dedent("""
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)  # a library another package loaded first
     import numpy as np
     import jitkernel as jk
-    from jitkernel import _core, _toolkit
+    from jitkernel import _core, _toolkit_search
     k = jk.cuda_kernel(name="scaled", input_names=["inp"], output_names=["out"],
                        source="auto i = threadIdx.x; out[i] = inp[i] * 2;")
     cubin = k.compile(inputs=[np.zeros(8, np.float32)], output_dtypes=[np.float32])
     key = _core._cache_compile_key('extern "C" __global__ void f() {}', "f.cu", "sm_90a", "cubin")
     with open("/proc/self/maps") as maps:
         nvrtc_mapped = any("libnvrtc" in line for line in maps)
-    tk, info = _toolkit._found, jk.cache_info()
+    tk, info = _toolkit_search._found, jk.cache_info()
     result = dict(sha=hashlib.sha256(cubin).hexdigest(), key=key, hits=info.hits, misses=info.misses,
                   pathfinder="cuda.pathfinder" in sys.modules, nvrtc_mapped=nvrtc_mapped, from_record=tk.from_record,
                   found=[tk.nvrtc_library, tk.nvrtc_found_via, tk.nvrtc_preload, tk.include_dirs,
                          tk.include_found_via, tk.notes])
     if "--info" in sys.argv:
         result["info"] = jk.toolkit_info()
-        result["from_record_after_info"] = _toolkit._found.from_record
+        result["from_record_after_info"] = _toolkit_search._found.from_record
     print(json.dumps(result))
 """)
 
@@ -72,9 +72,9 @@ def records(folder):
 @pytest.fixture(scope="module")
 def toolkit():
     """This machine's toolkit as a search finds it (the tests need a real NVRTC, like test_packaging)."""
-    tk = _toolkit.search()
+    tk = _toolkit_search.search()
     if tk.nvrtc_missing or not os.path.isfile(tk.nvrtc_library):
-        pytest.fail(f"NVRTC is not installed ({_toolkit.search_notes()}): pip install \"jitkernel[cuda]\"")
+        pytest.fail(f"NVRTC is not installed ({_toolkit_search.search_notes()}): pip install \"jitkernel[cuda]\"")
     return tk
 
 
@@ -322,15 +322,15 @@ def test_record_store_api(tmp_path, monkeypatch, toolkit):
         for n in range(70):
             assert _core._toolkit_record_store(f"inputs {n}", [], [], toolkit.nvrtc_library, *args)
         assert len(records(tmp_path / "cache")) == 64
-        assert _core._toolkit_record_configure("inputs 69", [], []) is not None
-        assert _core._toolkit_record_configure("inputs 0", [], []) is None  # evicted first
+        assert _core._toolkit_record_load("inputs 69", [], []) is not None
+        assert _core._toolkit_record_load("inputs 0", [], []) is None  # evicted first
         # The NVRTC libraries loaded are part of the key.
         loaded = [(toolkit.nvrtc_library, "1 2 3 4 5")]
-        assert _core._toolkit_record_configure("inputs 69", [], loaded) is None
+        assert _core._toolkit_record_load("inputs 69", [], loaded) is None
         assert _core._toolkit_record_store("inputs 69", [], loaded, toolkit.nvrtc_library, *args)
-        assert _core._toolkit_record_configure("inputs 69", [], loaded) is not None
-        assert _core._toolkit_record_configure("inputs 69", [], [(toolkit.nvrtc_library, "1 2 3 4 6")]) is None
+        assert _core._toolkit_record_load("inputs 69", [], loaded) is not None
+        assert _core._toolkit_record_load("inputs 69", [], [(toolkit.nvrtc_library, "1 2 3 4 6")]) is None
     finally:
         monkeypatch.undo()
         _core._cache_reset()
-        _toolkit.configure(rediscover=True)  # the session's toolkit back in the core
+        _toolkit_search.configure(rediscover=True)  # the session's toolkit back in the core

@@ -18,6 +18,14 @@ namespace jk::codegen {
 inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 inline bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 
+// ---- text_lines.cpp -----------------------------------------------------------
+// Line counting for the line maps of generated sources (both backends).
+// Lines of `text` (a last line without '\n' counts; "" has none).
+int count_lines(const std::string& text);
+// 1-based number of the line on which the character at `offset` lies
+// (offset == text.size(): the line the next appended character lands on).
+int line_at(const std::string& text, std::size_t offset);
+
 // ---- source_scan.cpp --------------------------------------------------------
 // What user code (kernel body and header) mentions. Comments, string and
 // character literals and number literals are skipped, so a word in a comment

@@ -27,24 +27,10 @@ namespace {
 
 using codegen::ShapeUse;
 
-int count_lines(const std::string& text) {
-  if (text.empty()) return 0;
-  int n = 0;
-  for (char c : text) n += c == '\n';
-  return n + (text.back() != '\n');
-}
-
 // Appends `text` followed by a newline unless it already ends in one.
 void append_block(std::string& out, const std::string& text) {
   out += text;
   if (!text.empty() && text.back() != '\n') out += '\n';
-}
-
-// 1-based number of the line the next character appended to `text` lands on.
-int next_line(const std::string& text) {
-  int n = 1;
-  for (char c : text) n += c == '\n';
-  return n;
 }
 
 const char* cuda_type(DType d) { return dtype_info(d).cuda_type; }
@@ -87,7 +73,7 @@ void check_ndim(const std::string& name, const InputSignature& in, const ShapeUs
 // parameters and the template arguments (other generated names add a suffix
 // starting with '_' to a parameter's, which omitted_by_minimal never flags
 // unless it flags the parameter's name itself).
-bool fits_minimal(const std::string& entry_name, const CudaKernelSpec& spec,
+bool fits_minimal(const std::string& entry_name, const KernelSpec& spec,
                   const CallSignature& call, const codegen::SourceScan& user_scan) {
   if (!codegen::fits_minimal(user_scan) || codegen::omitted_by_minimal(entry_name)) return false;
   for (const auto* names : {&spec.input_names, &spec.output_names}) {
@@ -103,7 +89,7 @@ bool fits_minimal(const std::string& entry_name, const CudaKernelSpec& spec,
 
 }  // namespace
 
-GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSignature& call) {
+GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature& call) {
   validate_cuda_kernel_spec(spec);
   codegen::check_call_counts(spec.input_names, call.inputs.size(), spec.output_names,
                              call.output_dtypes.size());
@@ -143,14 +129,14 @@ GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSigna
       if (use.ndim) prologue += "  [[maybe_unused]] constexpr int " + name + "_ndim = 0;\n";
       continue;
     }
-    add_param(ParamKind::InputPointer, idx, "const " + type + "* " + name);
+    add_param(ParamKind::InputData, idx, "const " + type + "* " + name);
     if (use.shape) add_param(ParamKind::InputShape, idx, "const __grid_constant__ jitkernel::Shape " + name + "_shape");
     if (use.strides) add_param(ParamKind::InputStrides, idx, "const __grid_constant__ jitkernel::Strides " + name + "_strides");
     if (use.ndim) add_param(ParamKind::InputNdim, idx, "const int " + name + "_ndim");
   }
   for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
     dtypes.push_back(call.output_dtypes[i]);
-    add_param(ParamKind::OutputPointer, static_cast<int>(i),
+    add_param(ParamKind::OutputData, static_cast<int>(i),
               std::string(cuda_type(call.output_dtypes[i])) + "* " + spec.output_names[i]);
   }
   std::string templates;
@@ -169,17 +155,17 @@ GeneratedKernel generate_cuda_kernel(const CudaKernelSpec& spec, const CallSigna
   head += codegen::preamble_text(features);
   if (!spec.header.empty()) {
     head += "#line 1 \"header\"\n";
-    k.header_first_line = next_line(head);
-    k.header_line_count = count_lines(spec.header);
+    k.header_first_line = codegen::line_at(head, head.size());
+    k.header_line_count = codegen::count_lines(spec.header);
     append_block(head, spec.header);
-    head += "#line " + std::to_string(next_line(head) + 1) + " \"" + k.program_name + "\"\n";
+    head += "#line " + std::to_string(codegen::line_at(head, head.size()) + 1) + " \"" + k.program_name + "\"\n";
   }
   head += "extern \"C\" __global__ void ";
 
   // Text after it.
   std::string tail = "(\n" + params + ") {\n" + templates + prologue + "#line 1 \"source\"\n";
-  k.body_first_line = next_line(head + tail);  // the entry name adds no line
-  k.body_line_count = count_lines(spec.source);
+  k.body_first_line = codegen::line_at(head + tail, (head + tail).size());  // the entry name adds no line
+  k.body_line_count = codegen::count_lines(spec.source);
   append_block(tail, spec.source);
   tail += "}\n";
 

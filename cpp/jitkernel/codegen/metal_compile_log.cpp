@@ -28,7 +28,7 @@ bool parse_location(const std::string& line, long& number, std::string& tail) {
 
 }  // namespace
 
-std::string map_metal_compile_log(const GeneratedMetalKernel& kernel, const std::string& log) {
+std::string map_metal_compile_log(const GeneratedKernel& kernel, const std::string& log) {
   return map_log_lines(log, [&](const std::string& line) {
     long number = 0;
     std::string tail, where;

@@ -36,7 +36,7 @@ const char* metal_reserved_name_reason(std::string_view name);
 
 // Template arguments: names checked as check_template_names does (with
 // metal_reserved_name_reason), Int values within int32 (ArgumentError("template")).
-void check_metal_template_args(const std::vector<TemplateArg>& args, const MetalKernelSpec& spec,
+void check_metal_template_args(const std::vector<TemplateArg>& args, const KernelSpec& spec,
                                const std::unordered_set<std::string>& body_identifiers);
 
 }  // namespace jk::codegen

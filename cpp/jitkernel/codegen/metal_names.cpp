@@ -94,7 +94,7 @@ const char* metal_reserved_name_reason(std::string_view name) {
   return nullptr;
 }
 
-void check_metal_template_args(const std::vector<TemplateArg>& args, const MetalKernelSpec& spec,
+void check_metal_template_args(const std::vector<TemplateArg>& args, const KernelSpec& spec,
                                const std::unordered_set<std::string>& body_identifiers) {
   std::vector<std::string> names;
   for (const auto& a : args) names.push_back(a.name);
@@ -111,7 +111,7 @@ void check_metal_template_args(const std::vector<TemplateArg>& args, const Metal
 
 void validate_metal_kernel_name(const std::string& name) { check_kernel_name(name); }
 
-void validate_metal_kernel_spec(const MetalKernelSpec& spec) {
+void validate_metal_kernel_spec(const KernelSpec& spec) {
   check_kernel_name(spec.name);
   if (spec.output_names.empty()) {
     throw ArgumentError("output_names", "at least one output name is required");
@@ -120,13 +120,10 @@ void validate_metal_kernel_spec(const MetalKernelSpec& spec) {
                         metal_reserved_name_reason);
 }
 
-const char* metal_math_mode_name(MetalMathMode mode) {
-  switch (mode) {
-    case MetalMathMode::Safe: return "safe";
-    case MetalMathMode::Relaxed: return "relaxed";
-    case MetalMathMode::Fast: return "fast";
-  }
-  return "safe";
+void check_metal_shape_range(const std::string& name, std::int64_t extent, const char* used) {
+  if (extent <= INT32_MAX) return;
+  throw ArgumentError("inputs", "input '" + name + "' has a dimension of " + std::to_string(extent) +
+                                    ", but its shape is passed as 32-bit ints ('" + name + used + "')");
 }
 
 }  // namespace jk::codegen

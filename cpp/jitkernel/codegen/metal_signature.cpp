@@ -3,7 +3,7 @@
 //
 //   <header>                                       the user's, verbatim
 //   template <typename T, int N, bool B>           when template arguments are given
-//   [[kernel]] void custom_kernel_NAME...(         name: see kernel_name() below
+//   [[kernel]] void custom_kernel_NAME...(         name: see entry_name_of() below
 //     const device float* inp [[buffer(0)]],       per input; `constant` below 8
 //     const constant int* inp_shape [[buffer(1)]],   elements, `const constant T&` for 0-d;
 //     const constant int64_t* inp_strides [[buffer(2)]],  shape/strides/ndim when the
@@ -40,25 +40,19 @@ void check_dtype(const char* argument, const char* role, const std::string& name
 // MLX declares no shape / strides / ndim for a 0-d input, so a body that uses
 // them cannot compile: say so instead. `code` has the identifiers outside
 // comments (a mention in a comment alone is harmless).
-void check_input(const std::string& name, const MetalInputDescription& in, const SourceScan& code) {
+void check_input(const std::string& name, const InputSignature& in, const SourceScan& code) {
   const char* used = code.has(name + "_shape")     ? "_shape"
                      : code.has(name + "_strides") ? "_strides"
                      : code.has(name + "_ndim")    ? "_ndim"
                                                    : nullptr;
   if (!used) return;
-  if (in.ndim() == 0) {
+  if (in.ndim == 0) {
     throw ArgumentError("inputs", "input '" + name + "' is 0-d (a scalar), but the source uses '" +
                                       name + used + "'; a 0-d input gets no shape, strides or ndim " +
                                       "(as in MLX): pass an array of shape (1,), or drop " + name +
                                       used + " from the source");
   }
-  for (auto d : in.shape) {
-    if (d > INT32_MAX) {
-      throw ArgumentError("inputs", "input '" + name + "' has a dimension of " + std::to_string(d) +
-                                        ", but its shape is passed as 32-bit ints ('" + name + used +
-                                        "')");
-    }
-  }
+  check_metal_shape_range(name, in.max_extent, used);
 }
 
 // One template value as MLX prints it: ints in decimal, bools as 1 / 0,
@@ -86,7 +80,7 @@ const char* template_param_type(const TemplateArg& arg) {
 // ', ' and '-' each replaced by '_' and the last character dropped: "_v1_v2"
 // (so the name gets a double underscore). Inputs: 's' for 0-d, 'c' for the
 // constant address space.
-std::string kernel_name(const MetalKernelSpec& spec, const MetalCallDescription& call) {
+std::string entry_name_of(const KernelSpec& spec, const CallSignature& call) {
   std::string name = "custom_kernel_" + spec.name;
   if (!call.template_args.empty()) {
     name += "_";
@@ -99,9 +93,9 @@ std::string kernel_name(const MetalKernelSpec& spec, const MetalCallDescription&
   for (const auto& in : call.inputs) {
     name += "_";
     name += metal_type(in.dtype);
-    if (in.ndim() == 0) {
+    if (in.ndim == 0) {
       name += "s";
-    } else if (in.size() < kMetalMaxConstantArraySize) {
+    } else if (in.small()) {
       name += "c";
     }
   }
@@ -112,24 +106,9 @@ std::string kernel_name(const MetalKernelSpec& spec, const MetalCallDescription&
   return name;
 }
 
-int count_lines(const std::string& text) {
-  if (text.empty()) return 0;
-  int n = 0;
-  for (char c : text) n += c == '\n';
-  return n + (text.back() != '\n');
-}
-
-// 1-based number of the line on which the character at `offset` of `text` lies.
-int line_at(const std::string& text, std::size_t offset) {
-  int n = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) n += text[i] == '\n';
-  return n;
-}
-
 }  // namespace
 
-GeneratedMetalKernel generate_metal_kernel(const MetalKernelSpec& spec,
-                                           const MetalCallDescription& call) {
+GeneratedKernel generate_metal_kernel(const KernelSpec& spec, const CallSignature& call) {
   validate_metal_kernel_spec(spec);
   check_call_counts(spec.input_names, call.inputs.size(), spec.output_names,
                     call.output_dtypes.size());
@@ -145,10 +124,10 @@ GeneratedMetalKernel generate_metal_kernel(const MetalKernelSpec& spec,
     check_dtype("output_dtypes", "output", spec.output_names[i], call.output_dtypes[i]);
   }
 
-  GeneratedMetalKernel k;
-  k.kernel_name = kernel_name(spec, call);
+  GeneratedKernel k;
+  k.entry_name = entry_name_of(spec, call);
 
-  std::string& text = k.source_without_utils;
+  std::string& text = k.display_source;
   text.reserve(spec.header.size() + spec.source.size() + 1024);
   text += spec.header;
   if (!call.template_args.empty()) {
@@ -159,46 +138,45 @@ GeneratedMetalKernel generate_metal_kernel(const MetalKernelSpec& spec,
     }
     text += ">\n";
   }
-  text += "[[kernel]] void " + k.kernel_name + "(\n";
+  text += "[[kernel]] void " + k.entry_name + "(\n";
 
   // Parameters, one per line, each recorded in `bindings` in buffer order.
   std::vector<std::string> params;
-  auto add_buffer = [&](MetalBufferKind kind, int index, MetalAddressSpace space,
-                        MetalPassing passing, const std::string& decl) {
-    int buffer = static_cast<int>(k.bindings.size());
+  auto add_buffer = [&](ParamKind kind, int index, AddressSpace space, Passing passing,
+                        const std::string& decl) {
+    const int buffer = static_cast<int>(k.params.size());
     params.push_back("  " + decl + " [[buffer(" + std::to_string(buffer) + ")]]");
-    k.bindings.push_back({buffer, kind, index, space, passing});
+    k.params.push_back({kind, index, space, passing});
   };
   for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    const MetalInputDescription& in = call.inputs[i];
+    const InputSignature& in = call.inputs[i];
     const std::string& name = spec.input_names[i];
     const int idx = static_cast<int>(i);
-    const bool constant = in.size() < kMetalMaxConstantArraySize;
-    add_buffer(MetalBufferKind::InputData, idx,
-               constant ? MetalAddressSpace::Constant : MetalAddressSpace::Device,
-               MetalPassing::Buffer,
+    const bool constant = in.small();
+    add_buffer(ParamKind::InputData, idx, constant ? AddressSpace::Constant : AddressSpace::Device,
+               Passing::Buffer,
                std::string("const ") + (constant ? "constant " : "device ") + metal_type(in.dtype) +
-                   (in.ndim() == 0 ? "& " : "* ") + name);
-    if (in.ndim() == 0) continue;
+                   (in.ndim == 0 ? "& " : "* ") + name);
+    if (in.ndim == 0) continue;
     ShapeUse use = shape_use(body, name);
     if (use.shape) {
-      add_buffer(MetalBufferKind::InputShape, idx, MetalAddressSpace::Constant,
-                 MetalPassing::Bytes, "const constant int* " + name + "_shape");
+      add_buffer(ParamKind::InputShape, idx, AddressSpace::Constant, Passing::Bytes,
+                 "const constant int* " + name + "_shape");
     }
     if (use.strides) {
-      add_buffer(MetalBufferKind::InputStrides, idx, MetalAddressSpace::Constant,
-                 MetalPassing::Bytes, "const constant int64_t* " + name + "_strides");
+      add_buffer(ParamKind::InputStrides, idx, AddressSpace::Constant, Passing::Bytes,
+                 "const constant int64_t* " + name + "_strides");
     }
     if (use.ndim) {
-      add_buffer(MetalBufferKind::InputNdim, idx, MetalAddressSpace::Constant,
-                 MetalPassing::Bytes, "const constant int& " + name + "_ndim");
+      add_buffer(ParamKind::InputNdim, idx, AddressSpace::Constant, Passing::Bytes,
+                 "const constant int& " + name + "_ndim");
     }
   }
   for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
     std::string type = metal_type(call.output_dtypes[i]);
     if (spec.atomic_outputs) type = "atomic<" + type + ">";
-    add_buffer(MetalBufferKind::OutputData, static_cast<int>(i), MetalAddressSpace::Device,
-               MetalPassing::Buffer, "device " + type + "* " + spec.output_names[i]);
+    add_buffer(ParamKind::OutputData, static_cast<int>(i), AddressSpace::Device, Passing::Buffer,
+               "device " + type + "* " + spec.output_names[i]);
   }
   for (const auto& attr : metal_attributes()) {
     if (body.count(attr.name)) {
@@ -214,12 +192,12 @@ GeneratedMetalKernel generate_metal_kernel(const MetalKernelSpec& spec,
   text += spec.source;
   text += "\n}\n";
   if (!call.template_args.empty()) {
-    std::string instance = k.kernel_name + "<";
+    std::string instance = k.entry_name + "<";
     for (std::size_t i = 0; i < call.template_args.size(); ++i) {
       instance += (i ? ", " : "") + template_value(call.template_args[i]);
     }
     instance += ">";
-    text += "\ntemplate [[host_name(\"" + k.kernel_name + "\")]] [[kernel]] decltype(" + instance +
+    text += "\ntemplate [[host_name(\"" + k.entry_name + "\")]] [[kernel]] decltype(" + instance +
             ") " + instance + ";\n";
   }
 

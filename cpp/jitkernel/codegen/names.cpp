@@ -216,7 +216,7 @@ void check_call_counts(const std::vector<std::string>& input_names, std::size_t 
 
 namespace jk {
 
-void validate_cuda_kernel_spec(const CudaKernelSpec& spec) {
+void validate_cuda_kernel_spec(const KernelSpec& spec) {
   using namespace codegen;
   check_kernel_name(spec.name);
   if (spec.output_names.empty()) {

@@ -59,6 +59,14 @@ class CudaNotAvailable : public Error {
   using Error::Error;
 };
 
+// The Metal backend cannot run kernels here: this build has no Metal
+// runtime (everything but macOS), or the machine has no Metal device
+// (Python: jitkernel.MetalNotAvailableError).
+class MetalNotAvailable : public Error {
+ public:
+  using Error::Error;
+};
+
 // A CUDA driver call failed (Python: jitkernel.CudaError).
 class CudaError : public Error {
  public:

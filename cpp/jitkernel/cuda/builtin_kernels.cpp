@@ -13,6 +13,7 @@
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -164,6 +165,7 @@ const BuiltinFunctions& functions(int device) {
   static std::mutex mutex;
   static auto* cubins = new std::map<std::string, std::string>;             // arch -> cubin
   static auto* per_device = new std::map<int, std::unique_ptr<BuiltinFunctions>>;
+  resolve_toolkit();  // before the lock: resolving may run Python (toolkit_provider.hpp)
   std::lock_guard<std::mutex> lock(mutex);
   auto it = per_device->find(device);
   if (it != per_device->end()) return *it->second;

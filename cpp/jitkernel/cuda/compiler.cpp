@@ -20,7 +20,7 @@
 #include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
 namespace {

@@ -1,6 +1,6 @@
-// The launch path shared by cuda_kernel and precompiled_cuda_kernel (see
+// The CUDA launch path shared by cuda_kernel and precompiled_cuda_kernel (see
 // launch.hpp). Everything that can be checked without a GPU is checked before
-// the driver is touched, and everything else before the first allocation, so
+// the driver is touched (engine/validate_call.cpp), and everything else before the first allocation, so
 // a bad argument never leaves work half-enqueued. Nothing here synchronises.
 #include "jitkernel/cuda/launch.hpp"
 
@@ -12,6 +12,7 @@
 
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/text.hpp"
 #include "jitkernel/cuda/device.hpp"
 
 namespace jk::cuda {
@@ -19,86 +20,8 @@ namespace {
 
 constexpr const char* kAxes[3] = {"x", "y", "z"};
 
-std::string dims_text(const Dim3& d) {
-  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
 std::string device_text(int device) {
   return device == kHostDevice ? "the host" : "cuda:" + std::to_string(device);
-}
-
-// Checks that need no device.
-void validate_config(const LaunchConfig& c) {
-  if (c.grid.x <= 0 || c.grid.y <= 0 || c.grid.z <= 0) {
-    throw ArgumentError("grid", "expected 3 positive ints (threads in x, y, z), got " +
-                                    dims_text(c.grid));
-  }
-  if (c.threadgroup.x <= 0 || c.threadgroup.y <= 0 || c.threadgroup.z <= 0) {
-    throw ArgumentError("threadgroup", "expected 3 positive ints (threads per block in x, y, z), got " +
-                                           dims_text(c.threadgroup));
-  }
-  if (c.shared_memory < 0) {
-    throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " +
-                                             std::to_string(c.shared_memory));
-  }
-}
-
-void validate_outputs(const CallArguments& args) {
-  const std::size_t n = args.output_dtypes.size();
-  if (args.output_shapes.size() != n) {
-    throw ArgumentError("output_shapes", "got " + std::to_string(args.output_shapes.size()) +
-                                             " shapes for " + std::to_string(n) +
-                                             " output_dtypes; give one shape and one dtype per output");
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    for (auto extent : args.output_shapes[i]) {
-      if (extent < 0) {
-        throw ArgumentError("output_shapes", "output " + std::to_string(i) + " has shape " +
-                                                 shape_text(args.output_shapes[i]) +
-                                                 "; dimensions must be >= 0");
-      }
-    }
-  }
-  if (args.init_value) {
-    for (DType dtype : args.output_dtypes) encode_element(dtype, *args.init_value, "init_value");
-  }
-  if (args.provided_outputs.empty()) return;
-  if (args.provided_outputs.size() != n) {
-    throw ArgumentError("outputs", "expected " + std::to_string(n) + " arrays (one per output), got " +
-                                       std::to_string(args.provided_outputs.size()));
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const ArrayView& out = args.provided_outputs[i];
-    auto which = [i] { return "outputs[" + std::to_string(i) + "]"; };  // built only for a message
-    if (out.device == kHostDevice) {
-      throw ArgumentError("outputs", which() + " is a host array; kernels write device memory: pass "
-                                             "a CUDA array (PyTorch, CuPy, JAX, jitkernel.Array)");
-    }
-    if (out.dtype != args.output_dtypes[i]) {
-      throw ArgumentError("outputs", which() + " has dtype " + dtype_name(out.dtype) + " but output_dtypes[" +
-                                         std::to_string(i) + "] is " + dtype_name(args.output_dtypes[i]));
-    }
-    if (out.shape != args.output_shapes[i]) {
-      throw ArgumentError("outputs", which() + " has shape " + shape_text(out.shape) +
-                                         " but output_shapes[" + std::to_string(i) + "] is " +
-                                         shape_text(args.output_shapes[i]));
-    }
-    if (!out.row_contiguous()) {
-      throw ArgumentError("outputs", which() + " is not row-contiguous (C order); kernels write outputs "
-                                             "densely: pass a contiguous array");
-    }
-    if (reinterpret_cast<std::uintptr_t>(out.data) % dtype_size(out.dtype) != 0) {
-      throw ArgumentError("outputs", which() + "'s data pointer is not aligned to its element size");
-    }
-  }
 }
 
 // The device of the context a (non-special) stream belongs to.
@@ -138,7 +61,7 @@ void check_stream_device(CUstream stream, int device) {
 }
 
 // Inputs decide; then caller-provided outputs; then the stream; else device 0.
-int resolve_device(const CallArguments& args, CUstream stream) {
+int device_of(const CallArguments& args, CUstream stream) {
   int device = kHostDevice;
   std::size_t first = 0;
   for (std::size_t i = 0; i < args.inputs.size(); ++i) {
@@ -225,10 +148,8 @@ void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, 
 
 }  // namespace
 
-int validate_call(const CallArguments& args, const LaunchConfig& launch) {
-  validate_config(launch);
-  validate_outputs(args);
-  return resolve_device(args, reinterpret_cast<CUstream>(launch.stream));
+int resolve_device(const CallArguments& args) {
+  return device_of(args, reinterpret_cast<CUstream>(args.launch.stream));
 }
 
 PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
@@ -259,9 +180,8 @@ PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
   } else {
     prepared.outputs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      prepared.outputs.push_back(allocate_array(device, args.output_dtypes[i], args.output_shapes[i], stream));
-      if (launch.stream_keepalive && prepared.outputs.back().buffer)
-        prepared.outputs.back().buffer->keep_alive(launch.stream_keepalive);
+      prepared.outputs.push_back(
+          allocate_array(device, args.output_dtypes[i], args.output_shapes[i], stream, launch.stream_keepalive));
     }
   }
   if (args.init_value)
@@ -270,7 +190,6 @@ PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
 }
 
 LaunchGeometry launch_geometry(const LaunchConfig& config, int device) {
-  validate_config(config);
   const DeviceInfo& info = device_info(device);
   const std::int64_t grid[3] = {config.grid.x, config.grid.y, config.grid.z};
   const std::int64_t group[3] = {config.threadgroup.x, config.threadgroup.y, config.threadgroup.z};

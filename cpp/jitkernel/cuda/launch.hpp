@@ -1,5 +1,5 @@
-// The one launch path shared by cuda_kernel and precompiled_cuda_kernel:
-// resolve the device, bring inputs to it (upload NumPy, make strided inputs
+// The CUDA launch path shared by cuda_kernel (cuda_backend.cpp) and
+// precompiled_cuda_kernel: resolve the device, bring inputs to it (upload NumPy, make strided inputs
 // contiguous when asked), allocate or check outputs, apply init_value, check
 // grid/threadgroup/shared memory against the device, and cuLaunchKernelEx.
 // Nothing here synchronises or allocates outside the stream, so launches can
@@ -10,38 +10,19 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "jitkernel/core/array_view.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
 #include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/engine/kernel_call.hpp"
 
 namespace jk::cuda {
 
-using KernelInput = std::variant<ArrayView, Scalar>;
-
-struct LaunchConfig {
-  Dim3 grid;         // in threads, as MLX
-  Dim3 threadgroup;  // threads per block (clamped to grid per dimension)
-  int shared_memory = 0;
-  std::uintptr_t stream = 0;  // CUstream handle; 0 = legacy default stream
-  // Owner of `stream` (e.g. the Python stream object), attached to every
-  // output allocated on it so the stream outlives the outputs' stream-ordered
-  // free. Empty when the stream needs no owner (default streams, raw handles).
-  std::shared_ptr<void> stream_keepalive;
-};
-
-// Arguments of one call, common to both kernel kinds.
-struct CallArguments {
-  std::vector<KernelInput> inputs;
-  std::vector<std::vector<std::int64_t>> output_shapes;
-  std::vector<DType> output_dtypes;
-  std::vector<ArrayView> provided_outputs;  // outputs=: empty, or one per output
-  std::optional<double> init_value;
-  bool ensure_row_contiguous = true;
-  LaunchConfig launch;
-};
+// The engine's call types (engine/kernel_call.hpp), as this backend names them.
+using KernelInput = jk::KernelInput;
+using LaunchConfig = jk::LaunchConfig;
+using CallArguments = jk::KernelCall;
 
 // Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
 // blocks = ceil(grid / block).
@@ -82,13 +63,10 @@ struct PreparedCall {
   std::vector<int> replaced_;  // per input: index into temporaries or -1; empty when none
 };
 
-// The checks of prepare_call that need no GPU (grid/threadgroup/shared_memory
-// signs, output counts and shapes, outputs=, init_value range, inputs on
-// mixed devices), done before anything is enqueued. Returns the device the
-// call runs on: that of the device inputs, else of outputs=, else of the
-// stream, else 0. Lets callers compile/load a kernel before prepare_call has
-// side effects (init_value fills of outputs=).
-int validate_call(const CallArguments& args, const LaunchConfig& launch);
+// The device a call runs on (for a call engine/validate_call.hpp accepted):
+// that of the device inputs, else of outputs=, else of the stream, else 0.
+// ArgumentError for inputs (or outputs=) on different devices.
+int resolve_device(const CallArguments& args);
 
 // For a call validate_call accepted (`device` is what it returned): checks
 // the launch geometry against the device's limits, then uploads/copies

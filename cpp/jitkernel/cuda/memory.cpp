@@ -123,11 +123,13 @@ DeviceBuffer::~DeviceBuffer() {
 // ---- arrays, copies, fills ---------------------------------------------------
 
 OwnedArray allocate_array(int device, DType dtype, const std::vector<std::int64_t>& shape,
-                          CUstream stream) {
+                          CUstream stream, std::shared_ptr<void> stream_owner) {
   std::size_t nbytes = checked_nbytes(dtype, shape);
   OwnedArray out;
-  out.buffer = DeviceBuffer::allocate(device, nbytes, stream);
-  out.view.data = out.buffer->data();
+  std::shared_ptr<DeviceBuffer> buffer = DeviceBuffer::allocate(device, nbytes, stream);
+  if (stream_owner) buffer->keep_alive(std::move(stream_owner));
+  out.view.data = buffer->data();
+  out.buffer = std::move(buffer);
   out.view.dtype = dtype;
   out.view.device = device;
   out.view.shape = shape;

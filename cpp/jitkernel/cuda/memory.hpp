@@ -10,20 +10,21 @@
 
 #include "jitkernel/core/array_view.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/engine/kernel_call.hpp"
 
 namespace jk::cuda {
 
-class DeviceBuffer {
+class DeviceBuffer : public Buffer {
  public:
   // Throws CudaError (out of memory etc.).
   static std::shared_ptr<DeviceBuffer> allocate(int device, std::size_t nbytes, CUstream stream);
-  ~DeviceBuffer();
+  ~DeviceBuffer() override;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  void* data() const { return reinterpret_cast<void*>(ptr_); }
+  void* data() const override { return reinterpret_cast<void*>(ptr_); }
   int device() const { return device_; }
-  std::size_t nbytes() const { return nbytes_; }
+  std::size_t nbytes() const override { return nbytes_; }
   CUstream stream() const { return stream_; }
 
   // Keeps `owner` (opaque to the core; the bindings pass the Python stream
@@ -41,16 +42,14 @@ class DeviceBuffer {
   std::shared_ptr<void> keepalive_;  // released after the destructor's free
 };
 
-// An array backed by a DeviceBuffer (outputs, uploads, contiguous copies).
-// `buffer` is null for arrays the caller provided (outputs=).
-struct OwnedArray {
-  std::shared_ptr<DeviceBuffer> buffer;
-  ArrayView view;
-};
+// Arrays backed by a DeviceBuffer (outputs, uploads, contiguous copies).
+using OwnedArray = jk::OwnedArray;
 
 // Allocates a row-contiguous array on `device`, ordered on `stream`.
+// `stream_owner` (may be empty) is kept alive until after the free
+// (DeviceBuffer::keep_alive).
 OwnedArray allocate_array(int device, DType dtype, const std::vector<std::int64_t>& shape,
-                          CUstream stream);
+                          CUstream stream, std::shared_ptr<void> stream_owner = nullptr);
 // Copies a host array (any strides) to a new row-contiguous device array.
 OwnedArray upload(const ArrayView& host, int device, CUstream stream);
 // Copies a strided device array to a new row-contiguous one on the stream.

@@ -25,7 +25,7 @@
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/device.hpp"
 #include "jitkernel/cuda/nvrtc_api.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
 namespace {

@@ -17,7 +17,7 @@
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_paths.hpp"
 
 namespace jk::cuda {
 

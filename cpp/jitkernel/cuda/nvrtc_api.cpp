@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -15,7 +14,7 @@
 #include <vector>
 
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -45,10 +44,7 @@ void load_nvrtc() {
   std::vector<std::string> candidates;
   if (!paths.nvrtc_library.empty()) {
     candidates.push_back(paths.nvrtc_library);
-  } else {
-    if (const char* env = std::getenv("JITKERNEL_NVRTC_PATH"); env != nullptr && *env != '\0') {
-      candidates.emplace_back(env);
-    }
+  } else {  // none found (toolkit_from_environment): the loader's search path
     for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
       candidates.emplace_back(soname);
     }
@@ -102,6 +98,7 @@ void load_nvrtc() {
 
 const NvrtcApi& nvrtc() {
   if (g_loaded.load(std::memory_order_acquire)) return g_api;
+  resolve_toolkit();  // before the lock: resolving may run Python (toolkit_provider.hpp)
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_loaded.load(std::memory_order_relaxed)) {
     load_nvrtc();

@@ -1,5 +1,5 @@
-// NVRTC, loaded at run time by path (see toolkit.hpp). Declares the few
-// entry points jitkernel uses; nothing links libnvrtc.
+// NVRTC, loaded at run time by path (toolkit/toolkit_provider.hpp says
+// which). Declares the few entry points jitkernel uses; nothing links libnvrtc.
 #pragma once
 
 #include <cstddef>

@@ -20,8 +20,8 @@
 namespace jk::metal {
 namespace {
 
-using codegen::GeneratedMetalKernel;
-using codegen::MetalMathMode;
+using jk::GeneratedKernel;
+using jk::MetalMathMode;
 
 struct LibraryEntry {
   std::string source;
@@ -74,15 +74,15 @@ void set_math_mode(const MetalDevice& device, MTL::CompileOptions* options, Meta
   }
 }
 
-[[noreturn]] void throw_compile_error(const GeneratedMetalKernel& kernel, const char* stage,
+[[noreturn]] void throw_compile_error(const GeneratedKernel& kernel, const char* stage,
                                       const std::string& raw_log) {
   std::string log = codegen::map_metal_compile_log(kernel, raw_log);
-  throw CompileError(std::string(stage) + " Metal kernel '" + kernel.kernel_name + "' failed:\n" + log,
+  throw CompileError(std::string(stage) + " Metal kernel '" + kernel.entry_name + "' failed:\n" + log,
                      log, kernel.source);
 }
 
 NS::SharedPtr<MTL::Library> compile_library(const MetalDevice& device,
-                                            const GeneratedMetalKernel& kernel, MetalMathMode mode) {
+                                            const GeneratedKernel& kernel, MetalMathMode mode) {
   AutoreleaseScope pool;
   NS::SharedPtr<MTL::CompileOptions> options = NS::TransferPtr(MTL::CompileOptions::alloc()->init());
   if (!options) throw Error("Metal: could not create MTLCompileOptions");
@@ -103,12 +103,12 @@ NS::SharedPtr<MTL::Library> compile_library(const MetalDevice& device,
 
 NS::SharedPtr<MTL::ComputePipelineState> make_pipeline(const MetalDevice& device,
                                                        MTL::Library* library,
-                                                       const GeneratedMetalKernel& kernel) {
+                                                       const GeneratedKernel& kernel) {
   AutoreleaseScope pool;
   NS::SharedPtr<MTL::Function> function =
-      NS::TransferPtr(library->newFunction(ns_string(kernel.kernel_name)));  // +1
+      NS::TransferPtr(library->newFunction(ns_string(kernel.entry_name)));  // +1
   if (!function) {
-    throw Error("Metal: the compiled library has no kernel named '" + kernel.kernel_name +
+    throw Error("Metal: the compiled library has no kernel named '" + kernel.entry_name +
                 "' (internal error: the generated host_name does not match)");
   }
   NS::Error* error = nullptr;
@@ -127,7 +127,7 @@ NS::SharedPtr<MTL::ComputePipelineState> make_pipeline(const MetalDevice& device
 }  // namespace
 
 MTL::ComputePipelineState* kernel_pipeline(const MetalDevice& device,
-                                           const GeneratedMetalKernel& kernel,
+                                           const GeneratedKernel& kernel,
                                            MetalMathMode math_mode) {
   Cache& c = cache();
   const std::uint64_t key = cache_key(kernel.source, math_mode);
@@ -135,7 +135,7 @@ MTL::ComputePipelineState* kernel_pipeline(const MetalDevice& device,
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (LibraryEntry* entry = find_entry(c, key, kernel.source, math_mode)) {
-      if (MTL::ComputePipelineState* pipeline = find_pipeline(*entry, kernel.kernel_name)) {
+      if (MTL::ComputePipelineState* pipeline = find_pipeline(*entry, kernel.entry_name)) {
         return pipeline;
       }
       library = entry->library;
@@ -154,10 +154,10 @@ MTL::ComputePipelineState* kernel_pipeline(const MetalDevice& device,
     entry = created.get();
     c.libraries[key].push_back(std::move(created));
   }
-  if (MTL::ComputePipelineState* existing = find_pipeline(*entry, kernel.kernel_name)) {
+  if (MTL::ComputePipelineState* existing = find_pipeline(*entry, kernel.entry_name)) {
     return existing;  // another thread finished first
   }
-  entry->pipelines.emplace_back(kernel.kernel_name, pipeline);
+  entry->pipelines.emplace_back(kernel.entry_name, pipeline);
   return pipeline.get();
 }
 

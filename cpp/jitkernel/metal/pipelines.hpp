@@ -10,13 +10,13 @@
 
 namespace jk::metal {
 
-// The pipeline of kernel.kernel_name in kernel.source compiled with
+// The pipeline of kernel.entry_name in kernel.source compiled with
 // `math_mode`, compiled on first request (the GIL is released meanwhile).
 // Throws CompileError with Metal's log mapped to the user's lines when the
 // source does not compile or link; nothing is cached then. Thread-safe; the
 // pipeline lives as long as the process.
 MTL::ComputePipelineState* kernel_pipeline(const MetalDevice& device,
-                                           const codegen::GeneratedMetalKernel& kernel,
-                                           codegen::MetalMathMode math_mode);
+                                           const GeneratedKernel& kernel,
+                                           MetalMathMode math_mode);
 
 }  // namespace jk::metal

@@ -1,7 +1,9 @@
-// launch() of runtime.hpp: check the call, get the pipeline, bind every
-// [[buffer(n)]] in the generated kernel's order, dispatch, wait. All
-// argument errors are raised before any GPU work or write to the caller's
-// memory; the command buffer's own status is checked after it completes.
+// launch() of runtime.hpp: bind every [[buffer(n)]] in the generated
+// kernel's order, dispatch, wait. The engine validated the call
+// (engine/validate_call.cpp, metal_backend.cpp); what is left to check here
+// (output sizes, the pipeline's threadgroup limit) is checked before any GPU
+// work or write to the caller's memory; the command buffer's own status is
+// checked after it completes.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +15,8 @@
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
+#include "jitkernel/core/text.hpp"
+#include "jitkernel/codegen/metal_signature.hpp"
 #include "jitkernel/metal/buffers.hpp"
 #include "jitkernel/metal/device.hpp"
 #include "jitkernel/metal/pipelines.hpp"
@@ -20,24 +24,6 @@
 
 namespace jk::metal {
 namespace {
-
-using codegen::GeneratedMetalKernel;
-using codegen::MetalAddressSpace;
-using codegen::MetalBufferBinding;
-using codegen::MetalBufferKind;
-using codegen::MetalKernelSpec;
-
-std::string dims_text(const Dim3& d) {
-  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
-std::string item(const char* what, std::size_t i) { return std::string(what) + "[" + std::to_string(i) + "]"; }
 
 [[noreturn]] void internal_error(const std::string& what) {
   throw Error("internal error: the generated Metal buffer layout does not match the call (" + what + ")");
@@ -59,84 +45,33 @@ std::size_t checked_nbytes(DType dtype, const std::vector<std::int64_t>& shape, 
   return static_cast<std::size_t>(nbytes);
 }
 
-// Everything that needs no GPU (dtypes Metal lacks, such as float64, were
-// refused by codegen). Returns the init_value bit patterns, one per output.
-std::vector<std::uint64_t> validate(const GeneratedMetalKernel& kernel, const MetalCall& call) {
-  const Dim3& g = call.grid;
-  const Dim3& t = call.threadgroup;
-  if (g.x <= 0 || g.y <= 0 || g.z <= 0) {
-    throw ArgumentError("grid", "expected 3 positive ints (threads in x, y, z), got " + dims_text(g));
-  }
-  constexpr std::int64_t kMaxGrid = std::numeric_limits<std::uint32_t>::max();
-  if (g.x > kMaxGrid || g.y > kMaxGrid || g.z > kMaxGrid) {
-    throw ArgumentError("grid", dims_text(g) + " exceeds Metal's " + std::to_string(kMaxGrid) +
-                                    " threads per dimension (thread_position_in_grid is a uint3)");
-  }
-  if (t.x <= 0 || t.y <= 0 || t.z <= 0) {
-    throw ArgumentError("threadgroup",
-                        "expected 3 positive ints (threads per threadgroup in x, y, z), got " + dims_text(t));
-  }
+// What engine/validate_call.cpp and the backend left to the runtime, before
+// any GPU work: output sizes, each call's shapes against the int32 the
+// kernel receives, and the generated layout against the call. Returns the
+// init_value bit patterns, one per output.
+std::vector<std::uint64_t> validate(const KernelSpec& spec, const GeneratedKernel& kernel, const KernelCall& call) {
   const std::size_t n_out = call.output_dtypes.size();
-  if (call.output_shapes.size() != n_out) {
-    throw ArgumentError("output_shapes", "got " + std::to_string(call.output_shapes.size()) +
-                                             " shapes for " + std::to_string(n_out) +
-                                             " output_dtypes; give one shape and one dtype per output");
-  }
   std::vector<std::uint64_t> patterns(n_out, 0);
   for (std::size_t i = 0; i < n_out; ++i) {
     checked_nbytes(call.output_dtypes[i], call.output_shapes[i], i);
     if (call.init_value) patterns[i] = encode_element(call.output_dtypes[i], *call.init_value, "init_value");
   }
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    const auto* a = std::get_if<ArrayView>(&call.inputs[i]);
-    if (a != nullptr && a->device != kHostDevice) {
-      throw ArgumentError("inputs", item("inputs", i) + " is in CUDA device memory (cuda:" +
-                                        std::to_string(a->device) +
-                                        "); Metal kernels take arrays in CPU memory (NumPy, "
-                                        "PyTorch CPU tensors, ...)");
-    }
-  }
-  if (!call.provided_outputs.empty()) {
-    if (call.provided_outputs.size() != n_out) {
-      throw ArgumentError("outputs", "expected " + std::to_string(n_out) + " arrays (one per output), got " +
-                                         std::to_string(call.provided_outputs.size()));
-    }
-    for (std::size_t i = 0; i < n_out; ++i) {
-      const ArrayView& out = call.provided_outputs[i];
-      const std::string which = item("outputs", i);
-      if (out.device != kHostDevice) {
-        throw ArgumentError("outputs", which + " is in CUDA device memory; Metal kernels write "
-                                               "arrays in CPU memory (NumPy, PyTorch CPU tensors, ...)");
-      }
-      if (out.dtype != call.output_dtypes[i]) {
-        throw ArgumentError("outputs", which + " has dtype " + dtype_name(out.dtype) +
-                                           " but output_dtypes[" + std::to_string(i) + "] is " +
-                                           dtype_name(call.output_dtypes[i]));
-      }
-      if (out.shape != call.output_shapes[i]) {
-        throw ArgumentError("outputs", which + " has shape " + shape_text(out.shape) +
-                                           " but output_shapes[" + std::to_string(i) + "] is " +
-                                           shape_text(call.output_shapes[i]));
-      }
-      if (!out.row_contiguous()) {
-        throw ArgumentError("outputs", which + " is not row-contiguous (C order); kernels write "
-                                               "outputs densely: pass a contiguous array");
-      }
-    }
-  }
   // The generated layout must fit this call (codegen made it from the same
-  // arguments); checked here so that encoding below cannot fail half-way.
-  for (std::size_t k = 0; k < kernel.bindings.size(); ++k) {
-    const MetalBufferBinding& b = kernel.bindings[k];
-    if (b.buffer_index != static_cast<int>(k)) internal_error("buffer " + std::to_string(k) + " out of order");
-    const std::size_t limit = b.kind == MetalBufferKind::OutputData ? n_out : call.inputs.size();
-    if (b.index < 0 || static_cast<std::size_t>(b.index) >= limit) {
+  // signature); checked here so that encoding below cannot fail half-way.
+  for (std::size_t k = 0; k < kernel.params.size(); ++k) {
+    const ParamSlot& p = kernel.params[k];
+    const std::size_t limit = p.kind == ParamKind::OutputData ? n_out : call.inputs.size();
+    if (p.index < 0 || static_cast<std::size_t>(p.index) >= limit || p.kind == ParamKind::InputScalar) {
       internal_error("buffer " + std::to_string(k) + " refers to a missing array");
     }
-    if (b.kind == MetalBufferKind::InputShape || b.kind == MetalBufferKind::InputStrides ||
-        b.kind == MetalBufferKind::InputNdim) {
-      const auto* a = std::get_if<ArrayView>(&call.inputs[b.index]);
+    if (p.kind == ParamKind::InputShape || p.kind == ParamKind::InputStrides || p.kind == ParamKind::InputNdim) {
+      const auto* a = std::get_if<ArrayView>(&call.inputs[p.index]);
       if (a == nullptr || a->ndim() == 0) internal_error("shape, strides or ndim of a 0-d input");
+      if (p.kind == ParamKind::InputShape) {
+        std::int64_t largest = 0;
+        for (auto extent : a->shape) largest = std::max(largest, extent);
+        codegen::check_metal_shape_range(spec.input_names[p.index], largest, "_shape");
+      }
     }
   }
   return patterns;
@@ -145,7 +80,7 @@ std::vector<std::uint64_t> validate(const GeneratedMetalKernel& kernel, const Me
 // The threads per threadgroup Metal gets: min(threadgroup, grid) per
 // dimension, checked against the device's and this pipeline's limits.
 MTL::Size threadgroup_size(const MetalDevice& device, MTL::ComputePipelineState* pipeline,
-                           const GeneratedMetalKernel& kernel, const MetalCall& call) {
+                           const GeneratedKernel& kernel, const LaunchConfig& call) {
   const std::int64_t x = std::min(call.threadgroup.x, call.grid.x);
   const std::int64_t y = std::min(call.threadgroup.y, call.grid.y);
   const std::int64_t z = std::min(call.threadgroup.z, call.grid.z);
@@ -167,7 +102,7 @@ MTL::Size threadgroup_size(const MetalDevice& device, MTL::ComputePipelineState*
   if (total > allowed) {
     throw ArgumentError("threadgroup", dims_text(call.threadgroup) + " makes threadgroups of " +
                                            std::to_string(total) + " threads, but kernel '" +
-                                           kernel.kernel_name + "' can run at most " +
+                                           kernel.entry_name + "' can run at most " +
                                            std::to_string(allowed) + " per threadgroup on " + device.name +
                                            " (the limit depends on its register and threadgroup memory use)");
   }
@@ -184,7 +119,7 @@ struct BoundInput {
 
 // Constant-space inputs (fewer than 8 elements) and scalars travel as bytes:
 // no buffer, and no alignment rule for constant-space buffer offsets.
-BoundInput bind_input(const MetalDevice& device, const MetalInput& input, MetalAddressSpace space,
+BoundInput bind_input(const MetalDevice& device, const KernelInput& input, AddressSpace space,
                       bool ensure_row_contiguous, std::size_t index) {
   BoundInput bound;
   if (const auto* s = std::get_if<Scalar>(&input)) {
@@ -193,8 +128,8 @@ BoundInput bind_input(const MetalDevice& device, const MetalInput& input, MetalA
   }
   const ArrayView& a = std::get<ArrayView>(input);
   bound.shape = a.shape;
-  const std::string what = item("inputs", index);
-  if (space == MetalAddressSpace::Constant) {
+  const std::string what = item_text("inputs", index);
+  if (space == AddressSpace::Constant) {
     // setBytes needs at least one byte; a kernel reading an empty input reads nothing.
     bound.bytes.assign(std::max<std::size_t>(a.nbytes(), dtype_size(a.dtype)), 0);
     if (a.size() > 0) pack_on_host(a, bound.bytes.data());
@@ -211,32 +146,14 @@ void set_bytes(MTL::ComputeCommandEncoder* encoder, const void* data, std::size_
   encoder->setBytes(data, static_cast<NS::UInteger>(size), static_cast<NS::UInteger>(index));
 }
 
-}  // namespace
-
-std::vector<MetalOutput> launch(const MetalKernelSpec& spec, const GeneratedMetalKernel& kernel,
-                                const MetalCall& call) {
-  const std::vector<std::uint64_t> patterns = validate(kernel, call);
-  const MetalDevice& device = metal_device();
-  AutoreleaseScope pool;
-  MTL::ComputePipelineState* pipeline = kernel_pipeline(device, kernel, spec.math_mode);
-  const MTL::Size threads_per_group = threadgroup_size(device, pipeline, kernel, call);
-
-  // Inputs, in the address space the signature declares them in.
-  std::vector<MetalAddressSpace> spaces(call.inputs.size(), MetalAddressSpace::Device);
-  for (const MetalBufferBinding& b : kernel.bindings) {
-    if (b.kind == MetalBufferKind::InputData) spaces[b.index] = b.address_space;
-  }
-  std::vector<BoundInput> inputs;
-  inputs.reserve(call.inputs.size());
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    inputs.push_back(bind_input(device, call.inputs[i], spaces[i], spec.ensure_row_contiguous, i));
-  }
-
-  // Outputs: new shared buffers, or the caller's arrays (their memory, or a copy written back).
+// Outputs: new shared buffers, or the caller's arrays (their memory, or a
+// copy written back after the kernel), filled with init_value when given.
+std::vector<BoundArray> bind_outputs(const MetalDevice& device, const KernelCall& call,
+                                     const std::vector<std::uint64_t>& patterns) {
   const std::size_t n_out = call.output_dtypes.size();
   std::vector<BoundArray> outputs(n_out);
   for (std::size_t i = 0; i < n_out; ++i) {
-    const std::string what = item("outputs", i);
+    const std::string what = item_text("outputs", i);
     if (!call.provided_outputs.empty()) {
       outputs[i] = bind_as_is(device, call.provided_outputs[i], "outputs", what);
     } else {
@@ -251,17 +168,19 @@ std::vector<MetalOutput> launch(const MetalKernelSpec& spec, const GeneratedMeta
       fill_elements(first, static_cast<std::size_t>(count), dtype_size(call.output_dtypes[i]), patterns[i]);
     }
   }
+  return outputs;
+}
 
-  MTL::CommandBuffer* commands = device.queue->commandBuffer();  // autoreleased
-  if (commands == nullptr) throw Error("Metal: could not create a command buffer on " + device.name);
-  MTL::ComputeCommandEncoder* encoder = commands->computeCommandEncoder();  // autoreleased
-  if (encoder == nullptr) throw Error("Metal: could not create a compute encoder on " + device.name);
-  encoder->setComputePipelineState(pipeline);
-  for (const MetalBufferBinding& b : kernel.bindings) {
-    const int n = b.buffer_index;
-    switch (b.kind) {
-      case MetalBufferKind::InputData: {
-        const BoundInput& in = inputs[b.index];
+// Sets every parameter of `kernel` on the encoder, in buffer order.
+void encode_params(MTL::ComputeCommandEncoder* encoder, const GeneratedKernel& kernel,
+                   const std::vector<BoundInput>& inputs, const std::vector<BoundArray>& outputs) {
+  for (std::size_t k = 0; k < kernel.params.size(); ++k) {
+    const ParamSlot& p = kernel.params[k];
+    const int n = static_cast<int>(k);
+    switch (p.kind) {
+      case ParamKind::InputData:
+      case ParamKind::InputScalar: {
+        const BoundInput& in = inputs[p.index];
         if (!in.bytes.empty()) {
           set_bytes(encoder, in.bytes.data(), in.bytes.size(), n);
         } else {
@@ -269,29 +188,43 @@ std::vector<MetalOutput> launch(const MetalKernelSpec& spec, const GeneratedMeta
         }
         break;
       }
-      case MetalBufferKind::InputShape:
-      case MetalBufferKind::InputStrides:
-      case MetalBufferKind::InputNdim: {
-        const BoundInput& in = inputs[b.index];
-        if (b.kind == MetalBufferKind::InputShape) {
-          std::vector<std::int32_t> shape(in.shape.begin(), in.shape.end());  // codegen checked the range
-          set_bytes(encoder, shape.data(), shape.size() * sizeof(std::int32_t), n);
-        } else if (b.kind == MetalBufferKind::InputStrides) {
-          set_bytes(encoder, in.strides.data(), in.strides.size() * sizeof(std::int64_t), n);
-        } else {
-          const auto ndim = static_cast<std::int32_t>(in.shape.size());
-          set_bytes(encoder, &ndim, sizeof ndim, n);
-        }
+      case ParamKind::InputShape: {
+        const BoundInput& in = inputs[p.index];
+        std::vector<std::int32_t> shape(in.shape.begin(), in.shape.end());  // range checked by validate()
+        set_bytes(encoder, shape.data(), shape.size() * sizeof(std::int32_t), n);
         break;
       }
-      case MetalBufferKind::OutputData:
-        encoder->setBuffer(outputs[b.index].buffer.get(), outputs[b.index].offset,
-                           static_cast<NS::UInteger>(n));
+      case ParamKind::InputStrides: {
+        const BoundInput& in = inputs[p.index];
+        set_bytes(encoder, in.strides.data(), in.strides.size() * sizeof(std::int64_t), n);
+        break;
+      }
+      case ParamKind::InputNdim: {
+        const auto ndim = static_cast<std::int32_t>(inputs[p.index].shape.size());
+        set_bytes(encoder, &ndim, sizeof ndim, n);
+        break;
+      }
+      case ParamKind::OutputData:
+        encoder->setBuffer(outputs[p.index].buffer.get(), outputs[p.index].offset, static_cast<NS::UInteger>(n));
         break;
     }
   }
-  const MTL::Size grid(static_cast<NS::UInteger>(call.grid.x), static_cast<NS::UInteger>(call.grid.y),
-                       static_cast<NS::UInteger>(call.grid.z));
+}
+
+// Encodes, commits and waits for one dispatch.
+void dispatch(const MetalDevice& device, MTL::ComputePipelineState* pipeline, const GeneratedKernel& kernel,
+              const KernelCall& call, const std::vector<BoundInput>& inputs,
+              const std::vector<BoundArray>& outputs) {
+  const MTL::Size threads_per_group = threadgroup_size(device, pipeline, kernel, call.launch);
+  MTL::CommandBuffer* commands = device.queue->commandBuffer();  // autoreleased
+  if (commands == nullptr) throw Error("Metal: could not create a command buffer on " + device.name);
+  MTL::ComputeCommandEncoder* encoder = commands->computeCommandEncoder();  // autoreleased
+  if (encoder == nullptr) throw Error("Metal: could not create a compute encoder on " + device.name);
+  encoder->setComputePipelineState(pipeline);
+  encode_params(encoder, kernel, inputs, outputs);
+  const Dim3& g = call.launch.grid;
+  const MTL::Size grid(static_cast<NS::UInteger>(g.x), static_cast<NS::UInteger>(g.y),
+                       static_cast<NS::UInteger>(g.z));
   encoder->dispatchThreads(grid, threads_per_group);
   encoder->endEncoding();
   commands->commit();
@@ -300,21 +233,27 @@ std::vector<MetalOutput> launch(const MetalKernelSpec& spec, const GeneratedMeta
     commands->waitUntilCompleted();
   }
   if (commands->status() != MTL::CommandBufferStatusCompleted) {
-    throw Error("Metal: kernel '" + kernel.kernel_name + "' failed on " + device.name + ": " +
+    throw Error("Metal: kernel '" + kernel.entry_name + "' failed on " + device.name + ": " +
                 error_text(commands->error(), "the command buffer did not complete"));
   }
+}
 
-  std::vector<MetalOutput> results(n_out);
-  for (std::size_t i = 0; i < n_out; ++i) {
-    MetalOutput& r = results[i];
-    if (!call.provided_outputs.empty()) {
-      r.view = call.provided_outputs[i];
-      if (outputs[i].copied) {
-        const auto* from = static_cast<const unsigned char*>(outputs[i].buffer->contents()) + outputs[i].offset;
-        std::memcpy(r.view.data, from, r.view.nbytes());
-      }
-      continue;
+// The call's results: new arrays over the output buffers, or (outputs=)
+// copies written back into the caller's arrays where they were bound as copies.
+std::vector<OwnedArray> collect_outputs(const KernelCall& call, const std::vector<BoundArray>& outputs) {
+  std::vector<OwnedArray> results;
+  if (!call.provided_outputs.empty()) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i].copied) continue;
+      const ArrayView& view = call.provided_outputs[i];
+      const auto* from = static_cast<const unsigned char*>(outputs[i].buffer->contents()) + outputs[i].offset;
+      std::memcpy(view.data, from, view.nbytes());
     }
+    return results;
+  }
+  results.resize(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    OwnedArray& r = results[i];
     MTL::Buffer* buffer = outputs[i].buffer.get();
     r.buffer = std::make_shared<SharedBuffer>(buffer, buffer->contents(), static_cast<std::size_t>(buffer->length()));
     buffer->retain();  // the reference the SharedBuffer releases
@@ -325,6 +264,50 @@ std::vector<MetalOutput> launch(const MetalKernelSpec& spec, const GeneratedMeta
     r.view.strides = outputs[i].strides;
   }
   return results;
+}
+
+}  // namespace
+
+void* compile_pipeline(const KernelSpec& spec, const GeneratedKernel& kernel) {
+  const MetalDevice& device = metal_device();
+  AutoreleaseScope pool;
+  return kernel_pipeline(device, kernel, spec.math_mode);
+}
+
+std::vector<OwnedArray> launch(const KernelSpec& spec, const GeneratedKernel& kernel, void* pipeline,
+                               const KernelCall& call) {
+  const std::vector<std::uint64_t> patterns = validate(spec, kernel, call);
+  const MetalDevice& device = metal_device();
+  AutoreleaseScope pool;
+  // Inputs, in the address space the signature declares them in.
+  std::vector<AddressSpace> spaces(call.inputs.size(), AddressSpace::Device);
+  for (const ParamSlot& p : kernel.params) {
+    if (p.kind == ParamKind::InputData) spaces[p.index] = p.space;
+  }
+  std::vector<BoundInput> inputs;
+  inputs.reserve(call.inputs.size());
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    inputs.push_back(bind_input(device, call.inputs[i], spaces[i], spec.ensure_row_contiguous, i));
+  }
+  std::vector<BoundArray> outputs = bind_outputs(device, call, patterns);
+  dispatch(device, static_cast<MTL::ComputePipelineState*>(pipeline), kernel, call, inputs, outputs);
+  return collect_outputs(call, outputs);
+}
+
+OwnedArray allocate_shared(DType dtype, const std::vector<std::int64_t>& shape) {
+  const MetalDevice& device = metal_device();
+  AutoreleaseScope pool;
+  const std::size_t nbytes = checked_nbytes(dtype, shape, 0);
+  NS::SharedPtr<MTL::Buffer> buffer = new_shared_buffer(device, nbytes, "output_shapes", "output");
+  OwnedArray out;
+  out.buffer = std::make_shared<SharedBuffer>(buffer.get(), buffer->contents(), static_cast<std::size_t>(buffer->length()));
+  buffer->retain();  // the reference the SharedBuffer releases
+  out.view.data = buffer->contents();
+  out.view.dtype = dtype;
+  out.view.device = kHostDevice;
+  out.view.shape = shape;
+  out.view.strides = row_major_strides(shape);
+  return out;
 }
 
 }  // namespace jk::metal

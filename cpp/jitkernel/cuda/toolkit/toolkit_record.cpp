@@ -3,7 +3,7 @@
 //   library <path>    preload <path>    include <folder>    identity <text>
 //   note <text>       watch <stat identity>\t<path>
 // The entry format around it (disk_cache.hpp records) carries the checksum.
-#include "jitkernel/cuda/toolkit_record.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_record.hpp"
 
 #if defined(__linux__)
 #include <link.h>
@@ -158,15 +158,8 @@ std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded) {
   std::optional<std::string> payload = cache::load_record(record_key(inputs, loaded));
   if (!payload) return std::nullopt;
-  return parse_and_check(*payload);
-}
-
-std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs,
-                                                           const Watched& loaded) {
-  std::optional<ToolkitRecord> record = load_toolkit_record(inputs, loaded);
-  if (!record) return std::nullopt;
-  remember_compiler_identity(record->paths, record->nvrtc_identity);
-  configure_toolkit(record->paths);
+  std::optional<ToolkitRecord> record = parse_and_check(*payload);
+  if (record) remember_compiler_identity(record->paths, record->nvrtc_identity);
   return record;
 }
 

@@ -1,4 +1,5 @@
-"""Where NVRTC and the CUDA headers are: found here, handed to the C++ core before its first compile.
+"""Where NVRTC and the CUDA headers are: found here for the C++ core, which asks (``resolve()``) the first time it
+needs them, whichever entry point needs them first (cpp/jitkernel/cuda/toolkit/toolkit_provider.hpp).
 
 NVRTC, first match wins:
   1. ``JITKERNEL_NVRTC_PATH``: a specific libnvrtc.so (authoritative: if it does not exist, loading fails naming it);
@@ -12,11 +13,11 @@ Headers (-I folders): ``JITKERNEL_INCLUDE_PATH`` (os.pathsep-separated) first; t
 nvidia-cuda-cccl wheel's include/cccl or a toolkit's include/cccl), from the toolkit NVRTC came from when it came
 from one, else cuda-pathfinder, else the CUDA roots above.
 
-Nothing here runs at import: the extension calls ``configure()`` right before it may first compile.
+Nothing here runs at import: the core calls ``resolve()`` once, when it first needs NVRTC or the headers.
 
 The search costs tens of milliseconds (importing cuda-pathfinder, which also loads NVRTC), more than a compile-cache hit
-should take, so ``configure()`` keeps its result as a toolkit record in the compile cache folder
-(cpp/jitkernel/cuda/toolkit_record.hpp: checksummed, written atomically, in the private folder; none with
+should take, so ``resolve()`` keeps its result as a toolkit record in the compile cache folder
+(cpp/jitkernel/cuda/toolkit/toolkit_record.hpp: checksummed, written atomically, in the private folder; none with
 ``JITKERNEL_CACHE=0``). A record's key is everything that chooses where the search looks (the variables above,
 CONDA_PREFIX, LD_LIBRARY_PATH, PYTHONPATH, the interpreter and its prefixes, what places the user's site-packages
 folder) and the NVRTC libraries the process has loaded before searching, each by path and stat identity
@@ -195,7 +196,7 @@ def search() -> Toolkit:
     return tk
 
 
-# --- the persisted search result (cpp/jitkernel/cuda/toolkit_record.hpp) ---------------------------------------------
+# --- the persisted search result (cpp/jitkernel/cuda/toolkit/toolkit_record.hpp) -------------------------------------
 
 _RECORD_VERSION = "toolkit search 1"  # bump when search() changes what it finds or how it reports it
 # Environment variables that choose where search() and cuda-pathfinder look (and which cuda-pathfinder is imported).
@@ -282,23 +283,30 @@ def _search_and_record(inputs: str, loaded: list) -> Toolkit:
     return tk
 
 
-def configure(rediscover: bool = False) -> Toolkit:
-    """Hands NVRTC's and the headers' locations to the core (the extension calls this before its first compile):
-    those this process found already, else the persisted record when it is still valid, else a search (recorded).
+def _resolve(rediscover: bool) -> Toolkit:
+    """What this process found already, else the persisted record when it is still valid, else a search (recorded).
     ``rediscover=True`` searches in any case (toolkit_info, error messages)."""
     global _found
     if _found is not None and not (rediscover and _found.from_record):
-        _core.configure_toolkit(_found.nvrtc_library, _found.nvrtc_preload, _found.include_dirs)
         return _found
     inputs = _search_inputs()
     loaded = _core._toolkit_loaded_nvrtc()  # before searching (cuda-pathfinder loads NVRTC)
-    recorded = None if rediscover else _core._toolkit_record_configure(inputs, _INPUT_VARIABLES, loaded)
-    if recorded is not None:  # the core is configured from it already
-        _found = _from_record(*recorded)
-        return _found
-    tk = _search_and_record(inputs, loaded)
+    recorded = None if rediscover else _core._toolkit_record_load(inputs, _INPUT_VARIABLES, loaded)
+    _found = _from_record(*recorded) if recorded is not None else _search_and_record(inputs, loaded)
+    return _found
+
+
+def resolve() -> tuple[str, list, list]:
+    """(nvrtc_library, nvrtc_preload, include_dirs) for the core, which calls this once, the first time it needs
+    NVRTC or the CUDA headers, and keeps the answer."""
+    tk = _resolve(rediscover=False)
+    return tk.nvrtc_library, list(tk.nvrtc_preload), list(tk.include_dirs)
+
+
+def configure(rediscover: bool = False) -> Toolkit:
+    """Resolves as ``resolve()`` does (``rediscover=True``: by a new search) and hands the result to the core now."""
+    tk = _resolve(rediscover)
     _core.configure_toolkit(tk.nvrtc_library, tk.nvrtc_preload, tk.include_dirs)
-    _found = tk
     return tk
 
 

@@ -1,5 +1,5 @@
 // A toolkit search result kept across processes. Finding NVRTC and the CUDA
-// headers (python/jitkernel/_toolkit.py, with cuda-pathfinder) takes tens of
+// headers (python/jitkernel/_toolkit_search.py, with cuda-pathfinder) takes tens of
 // milliseconds and loads NVRTC, more than a compile-cache hit should cost, so
 // the result is stored as a record of the disk cache (cache/disk_cache.hpp:
 // checksummed, replaced atomically, in the private folder) under a key of the
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "jitkernel/cuda/toolkit.hpp"
+#include "jitkernel/cuda/toolkit/toolkit_paths.hpp"
 
 namespace jk::cuda {
 
@@ -60,13 +60,9 @@ struct ToolkitRecord {
 // The record stored for `inputs` and `loaded` (loaded_nvrtc() now) when
 // there is a valid one that watches every file it names and whose every
 // watched file and place is unchanged; nullopt otherwise (none, damaged,
-// stale, disk cache off).
+// stale, disk cache off). When there is one, compiler_identity() of its
+// paths is answered from it from now on (no file read).
 std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded);
-
-// load_toolkit_record, and when there is one, configure_toolkit(its paths)
-// with compiler_identity() answered from the record (no file read).
-std::optional<ToolkitRecord> configure_from_toolkit_record(const std::string& inputs,
-                                                           const Watched& loaded);
 
 }  // namespace jk::cuda

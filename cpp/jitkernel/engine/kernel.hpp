@@ -1,0 +1,40 @@
+// The engine's kernel: a spec, the backend that runs it and its plan cache.
+// The C++ API of cuda_kernel / metal_kernel; every front (the Python
+// bindings, compiled-graph ops) builds a KernelCall and calls it.
+//
+//   jk::Kernel k({.name = "myexp", .input_names = {"inp"}, .output_names = {"out"},
+//                 .source = body}, jk::cuda_backend());
+//   std::vector<jk::OwnedArray> outs = k(call);   // call: jk::KernelCall
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "jitkernel/engine/backend.hpp"
+#include "jitkernel/engine/launch_plan.hpp"
+
+namespace jk {
+
+class Kernel {
+ public:
+  // Validates the spec (ArgumentError naming the bad argument).
+  Kernel(KernelSpec spec, const Backend& backend);
+
+  const KernelSpec& spec() const { return spec_; }
+  const Backend& backend() const { return backend_; }
+
+  // The exact text that would be compiled for this signature. No GPU needed.
+  GeneratedKernel generate(const CallSignature& signature) const;
+
+  // Generates (once per plan key), validates, compiles and loads (once per
+  // plan and device), then launches. Returns the outputs it allocated, in
+  // output_names order; empty when call.provided_outputs gave them.
+  std::vector<OwnedArray> operator()(const KernelCall& call);
+
+ private:
+  const KernelSpec spec_;
+  const Backend& backend_;
+  std::unique_ptr<PlanCache> plans_;
+};
+
+}  // namespace jk

@@ -1,0 +1,91 @@
+// validate_call (validate_call.hpp): the checks every backend shares, in the
+// order users meet them: launch geometry signs, then outputs, then the
+// backend's own (memory, devices).
+#include "jitkernel/engine/validate_call.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/text.hpp"
+
+namespace jk {
+namespace {
+
+void validate_launch(const LaunchConfig& c) {
+  if (c.grid.x <= 0 || c.grid.y <= 0 || c.grid.z <= 0) {
+    throw ArgumentError("grid", "expected 3 positive ints (threads in x, y, z), got " + dims_text(c.grid));
+  }
+  if (c.threadgroup.x <= 0 || c.threadgroup.y <= 0 || c.threadgroup.z <= 0) {
+    throw ArgumentError("threadgroup", "expected 3 positive ints (threads per block in x, y, z), got " +
+                                           dims_text(c.threadgroup));
+  }
+  if (c.shared_memory < 0) {
+    throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " +
+                                             std::to_string(c.shared_memory));
+  }
+}
+
+void validate_output_layout(const KernelCall& call) {
+  const std::size_t n = call.output_dtypes.size();
+  if (call.output_shapes.size() != n) {
+    throw ArgumentError("output_shapes", "got " + std::to_string(call.output_shapes.size()) +
+                                             " shapes for " + std::to_string(n) +
+                                             " output_dtypes; give one shape and one dtype per output");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (auto extent : call.output_shapes[i]) {
+      if (extent < 0) {
+        throw ArgumentError("output_shapes", "output " + std::to_string(i) + " has shape " +
+                                                 shape_text(call.output_shapes[i]) +
+                                                 "; dimensions must be >= 0");
+      }
+    }
+  }
+  if (call.init_value) {
+    for (DType dtype : call.output_dtypes) encode_element(dtype, *call.init_value, "init_value");
+  }
+}
+
+void validate_provided_outputs(const Backend& backend, const KernelCall& call) {
+  if (call.provided_outputs.empty()) return;
+  const std::size_t n = call.output_dtypes.size();
+  if (call.provided_outputs.size() != n) {
+    throw ArgumentError("outputs", "expected " + std::to_string(n) + " arrays (one per output), got " +
+                                       std::to_string(call.provided_outputs.size()));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const ArrayView& out = call.provided_outputs[i];
+    std::string misplaced = backend.misplaced_output(i, out);
+    if (!misplaced.empty()) throw ArgumentError("outputs", misplaced);
+    if (out.dtype != call.output_dtypes[i]) {
+      throw ArgumentError("outputs", item_text("outputs", i) + " has dtype " + dtype_name(out.dtype) +
+                                         " but output_dtypes[" + std::to_string(i) + "] is " +
+                                         dtype_name(call.output_dtypes[i]));
+    }
+    if (out.shape != call.output_shapes[i]) {
+      throw ArgumentError("outputs", item_text("outputs", i) + " has shape " + shape_text(out.shape) +
+                                         " but output_shapes[" + std::to_string(i) + "] is " +
+                                         shape_text(call.output_shapes[i]));
+    }
+    if (!out.row_contiguous()) {
+      throw ArgumentError("outputs", item_text("outputs", i) + " is not row-contiguous (C order); kernels "
+                                                               "write outputs densely: pass a contiguous array");
+    }
+    if (reinterpret_cast<std::uintptr_t>(out.data) % dtype_size(out.dtype) != 0) {
+      throw ArgumentError("outputs", item_text("outputs", i) + "'s data pointer is not aligned to its element size");
+    }
+  }
+}
+
+}  // namespace
+
+int validate_call(const Backend& backend, const KernelCall& call, const LaunchConfig& launch) {
+  validate_launch(launch);
+  validate_output_layout(call);
+  validate_provided_outputs(backend, call);
+  return backend.resolve_device(call);
+}
+
+}  // namespace jk
