@@ -20,9 +20,9 @@
 #include "hooks.hpp"
 #include "template_args.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/cuda_kernel.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 
 namespace jk::py {
 namespace {

@@ -16,9 +16,9 @@
 #include "convert.hpp"
 #include "hooks.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/nvrtc_api.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit.hpp"
 #include "jitkernel/cuda/toolkit_record.hpp"
 

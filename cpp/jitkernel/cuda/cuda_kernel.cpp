@@ -17,8 +17,9 @@
 #include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/cuda/param_pack.hpp"
 
 namespace jk::cuda {

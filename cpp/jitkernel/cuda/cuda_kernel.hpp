@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "jitkernel/codegen/cuda_signature.hpp"
-#include "jitkernel/cuda/compiler.hpp"
 #include "jitkernel/cuda/launch.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
 
 namespace jk::cuda {
 

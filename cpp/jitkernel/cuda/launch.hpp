@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "jitkernel/core/array_view.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 
 namespace jk::cuda {
 

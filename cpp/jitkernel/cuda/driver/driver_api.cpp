@@ -4,7 +4,7 @@
 // drivers keep serving it; CUDA 13 changed e.g. cuCtxGetDevice). Also turns
 // driver error codes into jitkernel errors, naming the last kernel launched
 // when the error is a sticky kernel fault.
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 #include <dlfcn.h>
 
