@@ -13,7 +13,7 @@
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
-#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
 
 namespace jk::cuda {
 namespace {

@@ -15,9 +15,9 @@
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/binary_image.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/binary/binary_image.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/param_pack.hpp"
 #include "jitkernel/engine/validate_call.hpp"
 
