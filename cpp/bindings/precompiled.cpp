@@ -16,7 +16,7 @@
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/binary/binary_image.hpp"
-#include "jitkernel/cuda/precompiled_kernel.hpp"
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 
 namespace jk::py {
 namespace {

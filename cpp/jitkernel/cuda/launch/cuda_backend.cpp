@@ -12,10 +12,10 @@
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/driver/driver_api.hpp"
-#include "jitkernel/cuda/launch.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/cuda/binary/module_loader.hpp"
-#include "jitkernel/cuda/param_pack.hpp"
+#include "jitkernel/cuda/launch/param_pack.hpp"
 #include "jitkernel/engine/backend.hpp"
 
 namespace jk::cuda {
