@@ -27,13 +27,14 @@
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/engine/kernel.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
+#include "jitkernel/engine/kernel.hpp"
 
 namespace jkbench {
 namespace {

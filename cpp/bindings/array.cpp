@@ -12,7 +12,7 @@
 
 #include "dlpack.hpp"
 #include "dtypes.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 namespace jk::py {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "bindings.hpp"
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 
 namespace jk::py {
 

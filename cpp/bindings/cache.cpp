@@ -18,8 +18,8 @@
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
+#include "jitkernel/cuda/nvrtc/compiler_identity.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::py {
@@ -92,7 +92,7 @@ std::string compile_key_hex(const std::string& source, const std::string& progra
                             std::optional<std::vector<std::string>> options,
                             std::optional<std::vector<std::string>> include_dirs) {
   cuda::CompileTarget t = target_of(target);
-  cache::CompileKeyInputs in;
+  cache::CompileKeyFields in;
   in.source = source;
   in.program_name = program_name;
   in.arch = arch;
@@ -100,7 +100,7 @@ std::string compile_key_hex(const std::string& source, const std::string& progra
   in.options = options ? *options : cuda::compile_options(arch, t, source);
   in.compiler = compiler ? *compiler : cuda::compiler_identity();
   in.include_dirs = include_dirs ? *include_dirs : cuda::toolkit_paths().include_dirs;
-  return cache::to_hex(cache::compile_key(in));
+  return cache::to_hex(cache::compile_key(in).digest);
 }
 
 void bind(nb::module_& m) {

@@ -31,7 +31,7 @@
 #include "bindings.hpp"
 #include "dlpack.hpp"
 #include "jitkernel/core/array_view.hpp"
-#include "jitkernel/cuda/launch.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
 
 namespace jk::py {
 

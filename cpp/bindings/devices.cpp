@@ -7,8 +7,8 @@
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 namespace jk::py {
 namespace {

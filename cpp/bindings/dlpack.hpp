@@ -10,7 +10,7 @@
 
 #include "bindings.hpp"
 #include "jitkernel/core/array_view.hpp"
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 
 namespace jk::py {
 namespace dlpack {

@@ -20,9 +20,10 @@
 #include "hooks.hpp"
 #include "template_args.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/compiler.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/engine/kernel.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
 
 namespace jk::py {
 namespace {

@@ -15,8 +15,8 @@
 #include "hooks.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/binary_image.hpp"
-#include "jitkernel/cuda/precompiled_kernel.hpp"
+#include "jitkernel/cuda/binary/binary_image.hpp"
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 
 namespace jk::py {
 namespace {

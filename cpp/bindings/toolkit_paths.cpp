@@ -16,9 +16,10 @@
 
 #include "bindings.hpp"
 #include "hooks.hpp"
-#include "jitkernel/cuda/builtin_kernels.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
-#include "jitkernel/cuda/nvrtc_api.hpp"
+#include "jitkernel/cuda/memory/builtin_kernels.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_record.hpp"
 

@@ -1,4 +1,4 @@
-"""A corpus of crafted binaries for the parser behind precompiled_cuda_kernel / inspect_binary (binary_image.cpp):
+"""A corpus of crafted binaries for the parser behind precompiled_cuda_kernel / inspect_binary (cuda/binary/):
 bombs (sizes and counts that made parsing quadratic or overflowed its arithmetic), every truncation of a real cubin,
 PTX module and fatbin, fields pointing past the end or overflowing when added, overlapping and looping section
 tables, absurd PTX numbers. Each input must parse or raise a jitkernel ArgumentError about ``compiled_source``,

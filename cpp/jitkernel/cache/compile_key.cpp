@@ -1,13 +1,13 @@
 // The compile key of compile_key.hpp: the fields in a fixed order, then each
-// toolkit folder's fingerprint (taken once per process), then the include
-// closure of the source (stat calls, and for files outside the toolkit's
-// folders their content, hashed once per process while unchanged).
+// -I folder with, for a toolkit's, its fingerprint (taken once per process),
+// then the include closure of the source.
 #include "jitkernel/cache/compile_key.hpp"
 
 #include <mutex>
 #include <unordered_map>
 
-#include "jitkernel/cache/key.hpp"
+#include "jitkernel/cache/file_identity.hpp"
+#include "jitkernel/cache/key_builder.hpp"
 
 namespace jk::cache {
 namespace {
@@ -25,21 +25,21 @@ constexpr const char* kToolkitHeaders[] = {
 // A folder holding one of these is a toolkit's (CUDA runtime headers, CCCL).
 constexpr const char* kToolkitMarkers[] = {"cuda_runtime_api.h", "cuda/std/__cccl/version.h"};
 
-struct Folder {
+struct IncludeFolder {
   std::string fingerprint;  // the folder's own size+mtime and its toolkit headers'
   bool toolkit = false;
 };
 
 // Once per process per folder.
-const Folder& folder(const std::string& dir) {
+const IncludeFolder& include_folder(const std::string& dir) {
   static std::mutex mutex;
-  static auto* memo = new std::unordered_map<std::string, Folder>;  // nodes never move or die
+  static auto* memo = new std::unordered_map<std::string, IncludeFolder>;  // nodes never move or die
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = memo->find(dir);
     if (it != memo->end()) return it->second;
   }
-  Folder f;
+  IncludeFolder f;
   f.fingerprint = stat_fingerprint(dir);
   for (const char* header : kToolkitHeaders) {
     const std::string stat = stat_fingerprint(dir + "/" + header);
@@ -53,7 +53,7 @@ const Folder& folder(const std::string& dir) {
 
 }  // namespace
 
-CompileKey compile_key_of(const CompileKeyInputs& in) {
+CompileKey compile_key(const CompileKeyFields& in) {
   KeyBuilder key;
   key.add("source", in.source)
       .add("program name", in.program_name)
@@ -68,7 +68,7 @@ CompileKey compile_key_of(const CompileKeyInputs& in) {
     key.add("include dir", dir);
     // Another folder's files are covered one by one by the closure (its own
     // mtime, which any editor's temp file changes, would only cost misses).
-    const Folder& f = folder(dir);
+    const IncludeFolder& f = include_folder(dir);
     if (!f.toolkit) continue;
     key.add("toolkit folder", f.fingerprint);
     search.toolkit_dirs.push_back(dir);
@@ -78,7 +78,5 @@ CompileKey compile_key_of(const CompileKeyInputs& in) {
   if (!closure.incomplete.empty()) key.add("not covered", closure.incomplete);
   return {key.finish(), std::move(closure.incomplete)};
 }
-
-Digest compile_key(const CompileKeyInputs& inputs) { return compile_key_of(inputs).digest; }
 
 }  // namespace jk::cache

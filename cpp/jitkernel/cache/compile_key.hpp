@@ -1,23 +1,27 @@
 // The disk cache key of one NVRTC compile: everything that changes the
-// binary. Besides the format and jitkernel versions every key has
-// (key.hpp): the full source text (jitkernel's preamble and helpers are
-// written into it), the program name (it is __FILE__, appears in
-// #line-mapped diagnostics, and its folder is where the source's "quoted"
-// #includes are looked up first), the target (cubin / PTX), the
-// architecture, every option (which include the -I folders), the identity
-// of the NVRTC library (its ELF build-id, which changes with every NVRTC
-// release), and every file the compile can read through #include
-// (include_closure.hpp): the content of each one outside the toolkit's
-// folders wherever it is (absolute or relative path, -I folder, nested in
-// another header), the places looked at before it, and for a file in a
-// toolkit folder its size+mtime. A toolkit folder (one holding the CUDA
-// runtime's or CCCL's headers) is covered once per process by its own
-// size+mtime and those of the headers that pull in the rest and of the
-// version headers; editing a header inside an installed toolkit in place is
-// not noticed (reinstalling it is).
+// binary, listed here and nowhere else. The compiler side
+// (cuda/nvrtc/compile_cache.cpp) fills a CompileKeyFields; compile_key()
+// hashes it, adding what it derives from those fields. In the order hashed:
 //
-// When the closure cannot be known before compiling (an #include whose file
-// a macro names), the key says so: such a compile is kept in memory only.
+//   format, jitkernel     the entry format and jitkernel's version (every
+//                         key starts with them: key_builder.hpp)
+//   source, program name, target, arch, compiler, option...   the fields below
+//   include dir           each -I folder, and for one that holds a toolkit
+//   toolkit folder        (the CUDA runtime's or CCCL's headers) its
+//                         fingerprint: the folder's size+mtime and those of the
+//                         headers that pull in the rest and of the version
+//                         headers, taken once per process (editing a header
+//                         inside an installed toolkit in place is not noticed;
+//                         reinstalling it is)
+//   <path> -> <state>     the include closure (include_closure.hpp): every
+//                         file the compile can read through #include, wherever
+//                         it is (absolute or relative path, -I folder, nested
+//                         in another header), with the places looked at before
+//                         it: the content of each file outside the toolkit's
+//                         folders, the size+mtime of each one inside them
+//   not covered           why the closure cannot be known before compiling
+//                         (an #include whose file a macro names), if so: such
+//                         a compile is kept in memory only
 #pragma once
 
 #include <string>
@@ -29,14 +33,26 @@
 
 namespace jk::cache {
 
-struct CompileKeyInputs {
+// What the compiler side knows of one compile (see above for what the key
+// adds). Views must outlive the compile_key() call.
+struct CompileKeyFields {
+  // The full source text NVRTC compiles (jitkernel's preamble and helpers are
+  // written into it).
   std::string_view source;
+  // NVRTC's program name: it is __FILE__, appears in #line-mapped
+  // diagnostics, and its folder is where the source's "quoted" #includes are
+  // looked up first.
   std::string_view program_name;
-  std::string_view arch;    // "sm_90a"
   std::string_view target;  // "cubin" / "ptx"
+  std::string_view arch;    // "sm_90a"
+  // Identity of the NVRTC library (its ELF build-id, which changes with
+  // every NVRTC release: cuda/nvrtc/compiler_identity.hpp).
+  std::string compiler;
+  // Every NVRTC option, in order (the -I folders among them).
   std::vector<std::string> options;
-  std::string compiler;     // identity of the compiler library (see key.hpp file_identity)
-  std::vector<std::string> include_dirs;  // the -I folders of `options`, in order
+  // The -I folders of `options`, in order: where the include closure is
+  // looked up, and which of them are toolkit folders.
+  std::vector<std::string> include_dirs;
 };
 
 struct CompileKey {
@@ -47,9 +63,9 @@ struct CompileKey {
   std::string not_covered;
 };
 
-CompileKey compile_key_of(const CompileKeyInputs& inputs);
-
-// compile_key_of(inputs).digest.
-Digest compile_key(const CompileKeyInputs& inputs);
+// The key of `fields` and of what they lead to (toolkit folder fingerprints,
+// the include closure): a few stat calls, and the content of files outside
+// the toolkit's folders, hashed once per process while unchanged.
+CompileKey compile_key(const CompileKeyFields& fields);
 
 }  // namespace jk::cache

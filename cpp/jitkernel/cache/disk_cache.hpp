@@ -1,6 +1,6 @@
 // The persistent compile cache: compiled binaries stored as files in a
 // private per-user folder, keyed by a SHA-256 of everything that changes the
-// binary (see key.hpp), so a new process finds a kernel compiled by an
+// binary (see compile_key.hpp), so a new process finds a kernel compiled by an
 // earlier one with one open + read + checksum.
 //
 // Folder: $JITKERNEL_CACHE_DIR, else $XDG_CACHE_HOME/jitkernel or
@@ -8,7 +8,7 @@
 // JITKERNEL_CACHE=0 disables it; JITKERNEL_CACHE_MAX_BYTES caps the size of
 // everything it stores (default 1 GiB; a store first evicts least recently
 // used entries to make room, also with concurrent writers: see make_room in
-// disk_cache.cpp). The environment is read on first use (and again after
+// eviction.hpp). The environment is read on first use (and again after
 // reset()).
 //
 // Never an error: a folder that cannot be used (owned by another user,

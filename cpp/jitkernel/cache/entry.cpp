@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "jitkernel/cache/key.hpp"
+#include "jitkernel/cache/key_builder.hpp"
 
 namespace jk::cache {
 namespace {

@@ -2,14 +2,14 @@
 // payload (the compiled binary). All integers little-endian.
 //
 //   0   8  magic "\x89JKC\r\n\x1a\n" (catches text-mode mangling and foreign files)
-//   8   4  format version (key.hpp's kFormatVersion)
+//   8   4  format version (key_builder.hpp's kFormatVersion)
 //   12  4  header size (96)
 //   16  32 the key (SHA-256), echoing the file name
 //   48  8  payload size; the file is exactly header + payload bytes long
 //   56  32 SHA-256 of the payload
 //   88  8  zero (reserved)
 //
-// Pure byte work, no I/O: disk_cache.cpp reads and writes the files.
+// Pure byte work, no I/O: entry_io.cpp reads and writes the files.
 #pragma once
 
 #include <array>

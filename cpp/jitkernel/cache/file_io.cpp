@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace jk::cache {
@@ -68,6 +69,12 @@ std::int64_t nanoseconds(const struct timespec& t) {
 }
 
 }  // namespace
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 #if defined(__APPLE__)
 std::int64_t mtime_ns(const struct stat& st) { return nanoseconds(st.st_mtimespec); }

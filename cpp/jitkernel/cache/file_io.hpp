@@ -54,6 +54,10 @@ bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset);
 // Writes all `size` bytes at the current position; false (errno set) on error.
 bool write_all(int fd, const void* data, std::size_t size);
 
+// The current time (the system clock, which file times are stamped from) in
+// nanoseconds since the epoch.
+std::int64_t now_ns();
+
 // Modification time and status-change time in nanoseconds since the epoch.
 std::int64_t mtime_ns(const struct stat& st);
 std::int64_t ctime_ns(const struct stat& st);

@@ -27,22 +27,9 @@
 #include <utility>
 #include <vector>
 
+#include "jitkernel/cache/include_scan.hpp"
+
 namespace jk::cache {
-
-struct IncludeDirective {
-  enum class Form { Quoted, Angle, Computed };
-  Form form = Form::Quoted;
-  bool every_folder = false;  // #include_next / __has_include_next: looked for in every folder
-  std::string name;           // the header name; for Computed, the directive's text
-};
-
-// The #include, #include_next and __has_include(...) names of `text`, in
-// order, including those in inactive #if branches and in #define bodies.
-std::vector<IncludeDirective> scan_includes(std::string_view text);
-
-// The header names scan_includes finds in `source` ("cuda_fp16.h",
-// "my/helper.h"), without empty or computed ones.
-std::vector<std::string> include_targets(std::string_view source);
 
 struct IncludeSearch {
   std::string program_name;               // its folder is where the source's "quoted" names are looked up first

@@ -14,8 +14,9 @@
 #include <string_view>
 
 #include "jitkernel/cache/disk_cache.hpp"
-#include "jitkernel/cache/key.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cache/file_identity.hpp"
+#include "jitkernel/cache/key_builder.hpp"
+#include "jitkernel/cuda/nvrtc/compiler_identity.hpp"
 
 namespace jk::cuda {
 namespace {

@@ -6,8 +6,9 @@
 // search's inputs (environment, interpreter, ...: the searcher's text, and
 // the NVRTC libraries the process had loaded before searching: cuda-pathfinder
 // takes one another package loaded, e.g. torch's). With
-// it go the searcher's notes, the NVRTC identity (module_cache.hpp
-// library_identity) and the stat identities (cache/key.hpp stat_identity) of
+// it go the searcher's notes, the NVRTC identity
+// (nvrtc/compiler_identity.hpp library_identity) and the stat identities
+// (cache/file_identity.hpp stat_identity) of
 // the files found and of every place the search looked; the record is used
 // only while each of those is unchanged, so a new, removed or replaced
 // library, header folder or package makes the searcher search again. The

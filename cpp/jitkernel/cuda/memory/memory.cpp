@@ -4,7 +4,7 @@
 // with cuMemFreeAsync on the allocation stream. init_value is converted to the
 // output dtype on the host (round-to-nearest-even for floating types) and
 // written with cuMemsetD8/16/32Async, or a builtin kernel for 8-byte patterns.
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -17,8 +17,8 @@
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
-#include "jitkernel/cuda/builtin_kernels.hpp"
-#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/memory/builtin_kernels.hpp"
 
 namespace jk::cuda {
 namespace {

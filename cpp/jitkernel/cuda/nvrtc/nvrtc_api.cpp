@@ -2,7 +2,7 @@
 // (the NVRTC 13 wheel's libnvrtc.so.13 has no RPATH, so libnvrtc-builtins is
 // loaded RTLD_GLOBAL beforehand), then the library itself. A failed load is
 // not remembered, so configuring the toolkit and retrying works.
-#include "jitkernel/cuda/nvrtc_api.hpp"
+#include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 
 #include <dlfcn.h>
 

@@ -3,7 +3,8 @@
 // entry points and, where the binary records them, each entry's parameter
 // sizes. Pure byte parsing (no driver, no GPU), so every check made from it
 // (entry name present, parameter sizes, architecture vs device) runs and is
-// tested on any machine. Facts about the encodings are in binary_image.cpp.
+// tested on any machine. Facts about the encodings are in the readers
+// (ptx_reader.cpp, cubin_reader.cpp, fatbin_reader.cpp).
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // them lock-free afterwards), primary contexts retained on first use and kept
 // for the life of the process, and make_current, which costs one
 // cuCtxGetCurrent when the right context is already current.
-#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
 
 #include <memory>
 #include <mutex>

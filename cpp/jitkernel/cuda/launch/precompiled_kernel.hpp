@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "jitkernel/cache/sha256.hpp"
-#include "jitkernel/cuda/launch.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
 
 namespace jk::cuda {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "jitkernel/core/array_view.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/memory.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 #include "jitkernel/engine/kernel_call.hpp"
 
 namespace jk::cuda {

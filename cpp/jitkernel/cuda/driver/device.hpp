@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 namespace jk::cuda {
 

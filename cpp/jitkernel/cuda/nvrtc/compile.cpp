@@ -1,15 +1,14 @@
 // NVRTC compilation to a cubin (or PTX) for one exact architecture. The
 // options depend only on the architecture, target, configured include folders,
 // NVRTC version and the source (--minimal when it fits; for a generated kernel
-// the generator decides that) and are part of the
-// cache keys; numerics are left alone (no --use_fast_math). Measured in
-// benchmarks/results/2026-11-22_local_compile_time.md: --minimal is the one
-// option that changes compile time (the front end of a small kernel drops from
-// ~26 to ~14 ms); the rest (-default-device, --split-compile, the -I folders)
-// change nothing measurable. A compile failure becomes a
-// CompileError carrying the log (mapped to the user's lines for generated
-// kernels) and the full source.
-#include "jitkernel/cuda/compiler.hpp"
+// the generator decides that) and are part of the cache keys; numerics are
+// left alone (no --use_fast_math). Of the options measured
+// (benchmarks/results/2026-11-22_local_compile_time.md) --minimal is the one
+// that changes compile time (a faster front end); -default-device,
+// --split-compile and the -I folders change nothing measurable. A compile
+// failure becomes a CompileError carrying the log (mapped to the user's lines
+// for generated kernels) and the full source.
+#include "jitkernel/cuda/nvrtc/compile.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +18,7 @@
 
 #include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/nvrtc_api.hpp"
+#include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
@@ -192,11 +191,14 @@ std::vector<std::string> compile_options(const std::string& arch, CompileTarget 
   return options_for(arch, target, kernel.fits_minimal);
 }
 
+std::string nvrtc_program_name(const GeneratedKernel& kernel) {
+  return kernel.program_name.empty() ? kernel.entry_name + ".cu" : kernel.program_name;
+}
+
 std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arch,
                            CompileTarget target) {
-  const std::string& name = kernel.program_name.empty() ? kernel.entry_name + ".cu" : kernel.program_name;
-  CompileResult result =
-      run_nvrtc(kernel.source, name, arch, target, compile_options(arch, target, kernel));
+  CompileResult result = run_nvrtc(kernel.source, nvrtc_program_name(kernel), arch, target,
+                                   compile_options(arch, target, kernel));
   if (result.ok) return std::move(result.binary);
   std::string log = map_compile_log(kernel, result.log);
   throw CompileError("compiling kernel '" + kernel.entry_name + "' failed:\n" + log, log,

@@ -16,6 +16,10 @@ enum class CompileTarget { Cubin, Ptx };
 std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arch,
                            CompileTarget target = CompileTarget::Cubin);
 
+// The name NVRTC compiles `kernel` under (its __FILE__): kernel.program_name,
+// else "<entry name>.cu".
+std::string nvrtc_program_name(const GeneratedKernel& kernel);
+
 // Compiles arbitrary standalone source (builtin helper kernels, tests).
 std::string compile_source(const std::string& source, const std::string& program_name,
                            const std::string& arch, CompileTarget target = CompileTarget::Cubin);

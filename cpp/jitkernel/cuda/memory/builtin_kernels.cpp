@@ -1,7 +1,7 @@
 // Source, compilation, loading and launching of jitkernel's helper kernels
 // (see builtin_kernels.hpp). Grid-stride loops keep the grid small; index
 // arithmetic is 64-bit throughout.
-#include "jitkernel/cuda/builtin_kernels.hpp"
+#include "jitkernel/cuda/memory/builtin_kernels.hpp"
 
 #include <algorithm>
 #include <map>
@@ -10,9 +10,10 @@
 #include <string>
 
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/compiler.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/nvrtc/compile.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {

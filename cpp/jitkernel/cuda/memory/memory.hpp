@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "jitkernel/core/array_view.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 #include "jitkernel/engine/kernel_call.hpp"
 
 namespace jk::cuda {

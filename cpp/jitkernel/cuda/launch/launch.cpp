@@ -2,7 +2,7 @@
 // launch.hpp). Everything that can be checked without a GPU is checked before
 // the driver is touched (engine/validate_call.cpp), and everything else before the first allocation, so
 // a bad argument never leaves work half-enqueued. Nothing here synchronises.
-#include "jitkernel/cuda/launch.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "jitkernel/core/convert.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
-#include "jitkernel/cuda/device.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
 
 namespace jk::cuda {
 namespace {

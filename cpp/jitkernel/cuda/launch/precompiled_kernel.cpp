@@ -5,7 +5,7 @@
 // Binaries are told apart by the SHA-256 of their bytes: with a 64-bit
 // non-cryptographic hash, two different binaries of equal size can be made
 // to collide, and the second would be checked against (and run) the first.
-#include "jitkernel/cuda/precompiled_kernel.hpp"
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 
 #include <list>
 #include <map>
@@ -15,10 +15,10 @@
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/binary_image.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
-#include "jitkernel/cuda/param_pack.hpp"
+#include "jitkernel/cuda/binary/binary_image.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/launch/param_pack.hpp"
 #include "jitkernel/engine/validate_call.hpp"
 
 namespace jk::cuda {

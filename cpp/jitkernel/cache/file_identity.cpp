@@ -1,7 +1,7 @@
-// The key builder and file identities of key.hpp. The build-id is read from
-// the ELF program headers' PT_NOTE segments (note type NT_GNU_BUILD_ID, owner
+// The file identities of file_identity.hpp. The build-id is read from the
+// ELF program headers' PT_NOTE segments (note type NT_GNU_BUILD_ID, owner
 // "GNU"), which sit in the first pages of a shared library.
-#include "jitkernel/cache/key.hpp"
+#include "jitkernel/cache/file_identity.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,18 +14,8 @@
 
 #include "jitkernel/cache/file_io.hpp"
 
-#ifndef JITKERNEL_VERSION
-#define JITKERNEL_VERSION "dev"
-#endif
-
 namespace jk::cache {
 namespace {
-
-void add_length(Sha256& hasher, std::size_t n) {
-  std::uint8_t bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<std::uint8_t>(std::uint64_t(n) >> (8 * i));
-  hasher.update(bytes, sizeof(bytes));
-}
 
 template <typename T>
 T get_le(const unsigned char* p) {
@@ -86,19 +76,6 @@ std::string size_and_mtime(const struct stat& st) {
 }
 
 }  // namespace
-
-KeyBuilder::KeyBuilder() {
-  add("format", std::to_string(kFormatVersion));
-  add("jitkernel", JITKERNEL_VERSION);
-}
-
-KeyBuilder& KeyBuilder::add(std::string_view label, std::string_view value) {
-  add_length(hasher_, label.size());
-  hasher_.update(label);
-  add_length(hasher_, value.size());
-  hasher_.update(value);
-  return *this;
-}
 
 std::string file_identity(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

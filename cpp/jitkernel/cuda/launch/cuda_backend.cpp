@@ -10,11 +10,12 @@
 #include "jitkernel/codegen/cuda_signature.hpp"
 #include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
-#include "jitkernel/cuda/device.hpp"
-#include "jitkernel/cuda/driver_api.hpp"
-#include "jitkernel/cuda/launch.hpp"
-#include "jitkernel/cuda/module_cache.hpp"
-#include "jitkernel/cuda/param_pack.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
+#include "jitkernel/cuda/nvrtc/compile_cache.hpp"
+#include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/launch/param_pack.hpp"
 #include "jitkernel/engine/backend.hpp"
 
 namespace jk::cuda {

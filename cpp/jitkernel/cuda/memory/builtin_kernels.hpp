@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 namespace jk::cuda {
 

@@ -4,7 +4,7 @@
 // drivers keep serving it; CUDA 13 changed e.g. cuCtxGetDevice). Also turns
 // driver error codes into jitkernel errors, naming the last kernel launched
 // when the error is a sticky kernel fault.
-#include "jitkernel/cuda/driver_api.hpp"
+#include "jitkernel/cuda/driver/driver_api.hpp"
 
 #include <dlfcn.h>
 
@@ -59,38 +59,16 @@ std::string cuinit_failure(CUresult result) {
   }
 }
 
-LoadedDriver load_driver() {
-  LoadedDriver out;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    out.error = std::string("CUDA driver not found (") + (why ? why : "libcuda.so.1: not found") +
-                "): install the NVIDIA driver (https://www.nvidia.com/drivers) on a machine with an "
-                "NVIDIA GPU; compiling kernels (source(), compile(), compile_cuda()) works without it";
-    return out;
-  }
-  auto get_v2 = reinterpret_cast<GetProcAddressV2>(dlsym(lib, "cuGetProcAddress_v2"));
-  auto get_v1 = reinterpret_cast<GetProcAddressV1>(dlsym(lib, "cuGetProcAddress"));
-  auto init = reinterpret_cast<CUresult (*)(unsigned int)>(dlsym(lib, "cuInit"));
-  auto get_version = reinterpret_cast<CUresult (*)(int*)>(dlsym(lib, "cuDriverGetVersion"));
-  g_error_name = reinterpret_cast<ErrorTextFn>(dlsym(lib, "cuGetErrorName"));
-  g_error_string = reinterpret_cast<ErrorTextFn>(dlsym(lib, "cuGetErrorString"));
-  if ((get_v2 == nullptr && get_v1 == nullptr) || init == nullptr || get_version == nullptr) {
-    out.error = "the CUDA driver (libcuda.so.1) is too old: it lacks cuGetProcAddress; "
-                "update the NVIDIA driver (CUDA 11.8 or newer)";
-    return out;
-  }
+// cuGetProcAddress of the loaded driver: resolves `symbol` at the ABI of
+// `introduced` (kAbiVersion for the classic entry points), never asking for
+// more than the driver has (cuGetProcAddress rejects versions above the
+// driver's); nullptr when the driver lacks it.
+struct ProcResolver {
+  GetProcAddressV2 get_v2 = nullptr;  // preferred when the driver has it
+  GetProcAddressV1 get_v1 = nullptr;
   int driver_version = 0;
-  if (get_version(&driver_version) != CUDA_SUCCESS) driver_version = 0;
-  if (CUresult r = init(0); r != CUDA_SUCCESS) {
-    out.error = cuinit_failure(r);
-    return out;
-  }
 
-  // Resolves `symbol` at the ABI of `introduced` (kAbiVersion for the
-  // classic entry points), never asking for more than the driver has:
-  // cuGetProcAddress rejects versions above the driver's.
-  auto resolve = [&](const char* symbol, int introduced) -> void* {
+  void* operator()(const char* symbol, int introduced) const {
     int version = std::min(std::max(introduced, kAbiVersion), driver_version);
     void* fn = nullptr;
     CUresult r;
@@ -102,9 +80,12 @@ LoadedDriver load_driver() {
       r = get_v1(symbol, &fn, version, kLegacyStreamFlag);
     }
     return r == CUDA_SUCCESS ? fn : nullptr;
-  };
+  }
+};
 
-  DriverApi& a = out.api;
+// Fills every entry point of `a`; returns the required ones the driver
+// lacks, comma-separated ("" when none).
+std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   std::string missing;
   auto required = [&](auto& field, const char* symbol) {
     field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(resolve(symbol, kAbiVersion));
@@ -159,13 +140,46 @@ LoadedDriver load_driver() {
   required(a.cuEventRecord, "cuEventRecord");
   required(a.cuEventDestroy, "cuEventDestroy");
   required(a.cuStreamWaitEvent, "cuStreamWaitEvent");
+  return missing;
+}
+
+LoadedDriver load_driver() {
+  LoadedDriver out;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    out.error = std::string("CUDA driver not found (") + (why ? why : "libcuda.so.1: not found") +
+                "): install the NVIDIA driver (https://www.nvidia.com/drivers) on a machine with an "
+                "NVIDIA GPU; compiling kernels (source(), compile(), compile_cuda()) works without it";
+    return out;
+  }
+  auto get_v2 = reinterpret_cast<GetProcAddressV2>(dlsym(lib, "cuGetProcAddress_v2"));
+  auto get_v1 = reinterpret_cast<GetProcAddressV1>(dlsym(lib, "cuGetProcAddress"));
+  auto init = reinterpret_cast<CUresult (*)(unsigned int)>(dlsym(lib, "cuInit"));
+  auto get_version = reinterpret_cast<CUresult (*)(int*)>(dlsym(lib, "cuDriverGetVersion"));
+  g_error_name = reinterpret_cast<ErrorTextFn>(dlsym(lib, "cuGetErrorName"));
+  g_error_string = reinterpret_cast<ErrorTextFn>(dlsym(lib, "cuGetErrorString"));
+  if ((get_v2 == nullptr && get_v1 == nullptr) || init == nullptr || get_version == nullptr) {
+    out.error = "the CUDA driver (libcuda.so.1) is too old: it lacks cuGetProcAddress; "
+                "update the NVIDIA driver (CUDA 11.8 or newer)";
+    return out;
+  }
+  int driver_version = 0;
+  if (get_version(&driver_version) != CUDA_SUCCESS) driver_version = 0;
+  if (CUresult r = init(0); r != CUDA_SUCCESS) {
+    out.error = cuinit_failure(r);
+    return out;
+  }
+
+  const ProcResolver resolve{get_v2, get_v1, driver_version};
+  const std::string missing = resolve_entry_points(resolve, out.api);
   if (!missing.empty()) {
     out.error = "the CUDA driver (libcuda.so.1, CUDA " + std::to_string(driver_version / 1000) + "." +
                 std::to_string(driver_version % 1000 / 10) + ") lacks entry points jitkernel needs (" +
                 missing + "): update the NVIDIA driver (CUDA 11.8 or newer)";
     return out;
   }
-  if (a.cuDeviceGetCount(&out.device_count) != CUDA_SUCCESS) out.device_count = 0;
+  if (out.api.cuDeviceGetCount(&out.device_count) != CUDA_SUCCESS) out.device_count = 0;
   return out;
 }
 

@@ -1,0 +1,51 @@
+// Reading and writing one entry file of the disk cache (disk_cache.hpp):
+// a checked read that never blocks or over-allocates, and an atomic write
+// (temp file announcing its size, room made under the cap, rename into
+// place). Internal to cache/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jitkernel/cache/cache_files.hpp"
+#include "jitkernel/cache/sha256.hpp"
+
+namespace jk::cache {
+
+// How much a write waits for the disk.
+enum class Durability {
+  Synced,  // fsync the file before the rename and the folder after it
+  Lazy,    // neither: after a crash the file may be torn or gone, which
+           // readers see as a bad or missing entry (for records, whose loss
+           // only costs a search)
+};
+
+enum class Write {
+  Stored,
+  NoRoom,       // writers in flight hold the room: not stored, not a failure
+  EntryInTheWay,  // something that cannot be replaced holds the entry's name
+  Failed,       // the folder does not take files (errno set)
+};
+
+// Stores the entry file for `key` in folders[into]: announce a temp file,
+// make room (make_room), write, rename into place. `what` names the step that
+// failed and `error` its errno.
+Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Digest& key,
+                  std::string_view payload, std::uint64_t max_bytes, Durability durability,
+                  std::uint64_t& evictions, const char** what, int* error);
+
+enum class Read { Hit, Missing, Bad };
+
+// Reads the entry for `key` in `folder` into `payload` (checked against its
+// header and checksum); a hit marks it recently used (the owner may always
+// set times to now). Never blocks on what is in the entry's place, and never
+// allocates more than the file's real size, which must be at most
+// `max_bytes` (an entry larger than the cap could not have been stored under
+// it) and agree with the header's payload size.
+Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_bytes,
+                std::string& payload);
+
+}  // namespace jk::cache
