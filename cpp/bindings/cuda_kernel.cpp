@@ -286,6 +286,65 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
 
 PyType_Slot kKernelSlots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
 
+// CudaKernelBase(...): a kernel on the CUDA backend, or (no names) a front
+// whose calls go to the Python subclass's _call_general.
+void init_kernel(PyCudaKernel* self, std::string name, std::optional<std::vector<std::string>> input_names,
+                 std::optional<std::vector<std::string>> output_names, std::string source, std::string header,
+                 bool ensure_row_contiguous, int shared_memory) {
+  if (!input_names || !output_names) {  // names come with each call (dict form)
+    new (self) PyCudaKernel{std::nullopt, {}, {}};
+    return;
+  }
+  KernelSpec spec;
+  spec.name = std::move(name);
+  spec.input_names = *input_names;
+  spec.output_names = *output_names;
+  spec.source = std::move(source);
+  spec.header = std::move(header);
+  spec.ensure_row_contiguous = ensure_row_contiguous;
+  spec.shared_memory = shared_memory;
+  new (self) PyCudaKernel{Kernel(std::move(spec), cuda_backend()), std::move(*input_names), std::move(*output_names)};
+}
+
+GeneratedKernel generate(const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
+  return named_kernel(self).generate(signature(self, inputs, output_dtypes, tmpl));
+}
+
+// kernel.compile(...): cubin or PTX for `arch` without a GPU (through the disk cache).
+nb::bytes compile_kernel(const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl,
+                         const std::string& arch, const std::string& target) {
+  cuda::CompileTarget t = target_arg(target);
+  arch_arg(arch, t);
+  GeneratedKernel kernel = generate(self, inputs, output_dtypes, tmpl);
+  std::string binary;
+  {
+    nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
+    binary = cuda::compile_kernel_persistent(kernel, arch, t);
+  }
+  return nb::bytes(binary.data(), binary.size());
+}
+
+// The argument conversion of a call without the launch (to measure binding overhead).
+void convert_only(const PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
+                  nb::handle grid, nb::handle threadgroup, nb::handle tmpl, nb::handle init_value,
+                  nb::handle stream, nb::handle outputs) {
+  ScratchLease lease;
+  convert(self, (*lease).kc, (*lease).conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
+          init_value, stream, outputs);
+}
+
+nb::bytes compile_cuda(const std::string& source, const std::string& arch, const std::string& target,
+                       const std::string& name) {
+  cuda::CompileTarget t = target_arg(target);
+  arch_arg(arch, t);
+  std::string binary;
+  {
+    nb::gil_scoped_release unlocked;
+    binary = cuda::compile_source_persistent(source, name, arch, t);
+  }
+  return nb::bytes(binary.data(), binary.size());
+}
+
 void bind(nb::module_& m) {
   using namespace nb::literals;
   on_clear_caches(&clear_call_slot_cache);
@@ -294,70 +353,24 @@ void bind(nb::module_& m) {
       "The C++ kernel object behind jitkernel.cuda_kernel (internal; jitkernel.CudaKernel "
       "subclasses it). Calling it with keyword arguments runs the kernel.",
       nb::type_slots(kKernelSlots));
-  cls.def(
-          "__init__",
-          [](PyCudaKernel* self, std::string name,
-             std::optional<std::vector<std::string>> input_names,
-             std::optional<std::vector<std::string>> output_names, std::string source,
-             std::string header, bool ensure_row_contiguous, int shared_memory) {
-            if (!input_names || !output_names) {  // names come with each call (dict form)
-              new (self) PyCudaKernel{std::nullopt, {}, {}};
-              return;
-            }
-            KernelSpec spec;
-            spec.name = std::move(name);
-            spec.input_names = *input_names;
-            spec.output_names = *output_names;
-            spec.source = std::move(source);
-            spec.header = std::move(header);
-            spec.ensure_row_contiguous = ensure_row_contiguous;
-            spec.shared_memory = shared_memory;
-            new (self) PyCudaKernel{Kernel(std::move(spec), cuda_backend()), std::move(*input_names),
-                                    std::move(*output_names)};
-          },
-          "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a, "header"_a,
-          "ensure_row_contiguous"_a, "shared_memory"_a)
+  cls.def("__init__", &init_kernel, "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a,
+          "header"_a, "ensure_row_contiguous"_a, "shared_memory"_a)
       .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
       .def("_source",
-           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
-              nb::handle tmpl) {
-             return named_kernel(self).generate(signature(self, inputs, output_dtypes, tmpl)).source;
+           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
+             return generate(self, inputs, output_dtypes, tmpl).source;
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
       .def("_entry_name",
-           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
-              nb::handle tmpl) {
-             return named_kernel(self)
-                 .generate(signature(self, inputs, output_dtypes, tmpl))
-                 .entry_name;
+           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
+             return generate(self, inputs, output_dtypes, tmpl).entry_name;
            },
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
-      .def("_compile",
-           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
-              nb::handle tmpl, const std::string& arch, const std::string& target) {
-             cuda::CompileTarget t = target_arg(target);
-             arch_arg(arch, t);
-             CallSignature sig = signature(self, inputs, output_dtypes, tmpl);
-             std::string binary;
-             {
-               nb::gil_scoped_release unlocked;  // other Python threads run during NVRTC
-               binary = cuda::compile_kernel_persistent(named_kernel(self).generate(sig), arch, t);
-             }
-             return nb::bytes(binary.data(), binary.size());
-           },
-           "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(), "arch"_a,
-           "target"_a)
-      .def("_convert",
-           [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
-              nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup,
-              nb::handle tmpl, nb::handle init_value, nb::handle stream, nb::handle outputs) {
-             ScratchLease lease;
-             convert(self, (*lease).kc, (*lease).conv, inputs, output_shapes, output_dtypes, grid,
-                     threadgroup, tmpl, init_value, stream, outputs);
-           },
-           "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
+      .def("_compile", &compile_kernel, "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(),
+           "arch"_a, "target"_a)
+      .def("_convert", &convert_only, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(),
            "Argument conversion of a call without the launch (to measure binding overhead).");
@@ -365,21 +378,8 @@ void bind(nb::module_& m) {
 
   m.def("_reraise_pending", &reraise_pending,
         "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
-  m.def(
-      "compile_cuda",
-      [](const std::string& source, const std::string& arch, const std::string& target,
-         const std::string& name) {
-        cuda::CompileTarget t = target_arg(target);
-        arch_arg(arch, t);
-        std::string binary;
-        {
-          nb::gil_scoped_release unlocked;
-          binary = cuda::compile_source_persistent(source, name, arch, t);
-        }
-        return nb::bytes(binary.data(), binary.size());
-      },
-      "source"_a, "arch"_a, "target"_a, "name"_a,
-      "Compiles standalone CUDA source with NVRTC (no GPU needed); returns cubin or PTX bytes.");
+  m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a,
+        "Compiles standalone CUDA source with NVRTC (no GPU needed); returns cubin or PTX bytes.");
 }
 
 const Registration reg(order::kernel, "kernel", bind);
