@@ -5,12 +5,12 @@ this process and is reported with its input.
 
 Hypothesis draws N cases for TARGET (a group of public entry points, see ``TARGETS`` in _fuzz_targets.py, whose
 arguments come from _fuzz_strategies.py and _fuzz_binaries.py) from the fixed seed S; each case is a chain of calls
-described by literals and ``Make`` descriptions (tests/cpu/_fuzz_hostile.py), so its ``repr`` rebuilds it. Before each call the child appends ``{"i", "input"}`` to LOG and flushes it; after it, the outcome when
-it is a failure (an exception that is not a ``jk.JitKernelError``, or a broken invariant), and at the end a line
-``{"done": calls}``. A call that takes longer than ``--call-timeout`` ends the process (faulthandler, exit code 1,
-"Timeout" on stderr). The parent reads LOG: the last input without an outcome is the one that crashed or hung, and
-``--skip-through K`` reruns the same batch without the cases up to K (nothing is drawn in the test body, so the
-cases are the same).
+described by literals and ``Make`` descriptions (tests/cpu/_fuzz_hostile.py), so its ``repr`` rebuilds it. Before
+each call the child appends ``{"i", "input"}`` to LOG and flushes it; after it, the outcome when it is a failure (an
+exception that is not a ``jk.JitKernelError``, or a broken invariant), and at the end a line ``{"done": calls}``. A
+call that takes longer than ``--call-timeout`` ends the process (faulthandler, exit code 1, "Timeout" on stderr).
+The parent reads LOG: the last input without an outcome is the one that crashed or hung, and ``--skip-through K``
+reruns the same batch without the cases up to K (nothing is drawn in the test body, so the cases are the same).
 
 The children run with no visible CUDA GPU (the parent sets CUDA_VISIBLE_DEVICES to ""), so a call whose arguments
 pass every check ends in CudaNotAvailableError wherever the suite runs, and no fake device pointer is ever launched.
