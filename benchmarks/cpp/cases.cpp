@@ -159,21 +159,21 @@ void add_cpu_cases(Suite& suite) {
   };
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed", exp_spec(), exp_signature()}}) {
-    jk::validate_cuda_kernel_spec(g.spec);
+    jk::codegen::validate_cuda_kernel_spec(g.spec);
     auto spec = std::make_shared<jk::KernelSpec>(g.spec);
     auto sig = std::make_shared<jk::CallSignature>(g.sig);
     suite.cases.push_back({std::string("codegen/") + g.name, "one generate_cuda_kernel", 1,
                            [spec, sig](std::int64_t n) {
                              auto t0 = Clock::now();
                              for (std::int64_t i = 0; i < n; ++i)
-                               g_sink = g_sink + jk::generate_cuda_kernel(*spec, *sig).source.size();
+                               g_sink = g_sink + jk::codegen::generate_cuda_kernel(*spec, *sig).source.size();
                              return seconds_since(t0);
                            }});
   }
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"add_f16", add_spec(), add_signature(jk::DType::Float16)},
                   Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
-    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::generate_cuda_kernel(g.spec, g.sig));
+    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::codegen::generate_cuda_kernel(g.spec, g.sig));
     suite.cases.push_back({std::string("nvrtc/") + g.name + "_sm_90a", "one NVRTC compile to cubin", 1,
                            [kernel](std::int64_t n) {
                              auto t0 = Clock::now();
@@ -185,7 +185,7 @@ void add_cpu_cases(Suite& suite) {
   BenchCacheFolder::path();  // before anything uses the compile cache
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
-    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::generate_cuda_kernel(g.spec, g.sig));
+    auto kernel = std::make_shared<jk::GeneratedKernel>(jk::codegen::generate_cuda_kernel(g.spec, g.sig));
     suite.cases.push_back({std::string("cache/key_") + g.name,
                            "one compile key (options, NVRTC identity, include closure, SHA-256), sm_90a", 1,
                            [kernel](std::int64_t n) {
@@ -229,7 +229,7 @@ void add_cpu_cases(Suite& suite) {
     jk::KernelSpec spec = add_spec();
     spec.header = "#include \"" + dir + "/helper.h\"\n";
     auto kernel = std::make_shared<jk::GeneratedKernel>(
-        jk::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
+        jk::codegen::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
     const auto settled = Clock::now() + std::chrono::milliseconds(2100);
     suite.cases.push_back({"cache/key_add_f32_user_headers",
                            "one compile key of a kernel including a user header that includes another, sm_90a", 1,

@@ -1,6 +1,6 @@
 // What every binding file shares: the nanobind alias, and self-registration so
 // each file adds its own functions/classes to `jitkernel._core` without
-// module.cpp having to know about it (precompiled.cpp registers the same way).
+// module.cpp having to know about it (precompiled_kernel.cpp registers the same way).
 //
 //   static void bind(nb::module_& m) { m.def(...); }
 //   static const jk::py::Registration reg(jk::py::order::kernel, "kernel", bind);

@@ -1,5 +1,5 @@
 // Argument conversion shared by every kernel factory binding (cuda_kernel in
-// kernel.cpp, precompiled_cuda_kernel in precompiled.cpp): Python inputs,
+// cuda_kernel.cpp, precompiled_cuda_kernel in precompiled_kernel.cpp): Python inputs,
 // outputs=, stream, output shapes/dtypes, grid/threadgroup and init_value ->
 // jk::cuda::CallArguments, and the launch's results back to Python in the
 // inputs' framework. Factories call convert_call(), launch, then

@@ -1,6 +1,6 @@
 """``jitkernel.cuda_kernel``: the MLX-compatible factory and kernel object, and ``jitkernel.compile_cuda``.
 
-The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/kernel.cpp), which converts the arguments,
+The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/cuda_kernel.cpp), which converts the arguments,
 generates, compiles (once per signature and device), launches and wraps the outputs. Calling a kernel whose
 input and output names are known, with lists, is one C function (the base type's call slot): no Python code of
 this module runs per call, in the list form or the dict form (``inputs``, ``output_shapes``, ``output_dtypes``,

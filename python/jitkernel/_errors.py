@@ -1,7 +1,7 @@
 """jitkernel's exceptions.
 
 The C++ core raises typed errors (cpp/jitkernel/core/errors.hpp); the extension turns each into the class here
-that matches it (cpp/bindings/errors.cpp), and Python code raises these directly. Every error about a bad argument
+that matches it (cpp/bindings/exception_translation.cpp), and Python code raises these directly. Every error about a bad argument
 names the argument first: ``str(e)`` starts with ``"<argument>: "`` and ``e.argument`` holds the name.
 """
 from __future__ import annotations

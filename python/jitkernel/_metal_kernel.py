@@ -1,6 +1,6 @@
 """``jitkernel.metal_kernel`` (MLX's ``mx.fast.metal_kernel``) and the older ``jitkernel.MetalKernel`` form.
 
-The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/metal.cpp), which checks the
+The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/metal_kernel.cpp), which checks the
 arguments, generates the Metal source (byte-identical with MLX 0.32.4's, see docs/metal_codegen_differences.md)
 and hands the call to the Metal runtime. The source can be generated on any OS (``kernel.source(...)``); calling a
 kernel needs macOS on Apple silicon and raises ``MetalNotAvailableError`` elsewhere, after the arguments have been

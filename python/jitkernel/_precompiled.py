@@ -1,7 +1,7 @@
 """``jitkernel.precompiled_cuda_kernel``: launch PTX, a cubin or a fatbin compiled elsewhere (nvcc, NVRTC, other
 compilers), MLX-compatible (seed 004).
 
-The call is a keyword-only front over ``_core.precompiled_cuda_kernel`` (cpp/bindings/precompiled.cpp), which
+The call is a keyword-only front over ``_core.precompiled_cuda_kernel`` (cpp/bindings/precompiled_kernel.cpp), which
 converts inputs, outputs and the stream exactly as ``cuda_kernel`` does and launches through the same path. The
 binary is loaded once per (content, device); its format, entry points and parameter sizes are read from the bytes
 (``inspect_binary``), so a wrong ``name``, a parameter list that does not match the arguments, or a cubin for

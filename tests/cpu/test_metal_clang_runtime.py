@@ -2,7 +2,7 @@
 macOS builds) compiles on Linux with clang >= 16 (-fblocks, C++17, warnings as errors) against metal-cpp, with
 small stubs of the Apple system headers metal-cpp includes (tests/metal_shim/apple); and the Apple-only path of the
 Metal backend (cpp/jitkernel/metal/metal_backend.cpp with JITKERNEL_HAVE_METAL) and the Metal binding
-(cpp/bindings/metal.cpp) parse against nanobind. What it
+(cpp/bindings/metal_kernel.cpp) parse against nanobind. What it
 proves: every metal-cpp class, method, enum and signature the runtime uses exists as used, and the code is valid
 C++. What it cannot: anything about running (no Objective-C runtime, no GPU; the stubs are never linked).
 """
@@ -13,7 +13,7 @@ import pytest
 import _metal_clang as mc
 
 METAL_SOURCES = sorted((mc.REPO / "cpp" / "jitkernel" / "metal").glob("*.cpp"))
-APPLE_BINDINGS = [mc.REPO / "cpp" / "jitkernel" / "metal" / "metal_backend.cpp", mc.REPO / "cpp" / "bindings" / "metal.cpp"]
+APPLE_BINDINGS = [mc.REPO / "cpp" / "jitkernel" / "metal" / "metal_backend.cpp", mc.REPO / "cpp" / "bindings" / "metal_kernel.cpp"]
 RUNTIME_FLAGS = ["-std=c++17", "-fblocks", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Werror"]
 
 # Must not compile: metal-cpp and the stubs do not accept just anything (a misspelt method, a wrong argument

@@ -199,7 +199,7 @@ bool omitted_by_minimal(const std::string& identifier);
 // preamble uses. Holds for every preamble_text (tests/cpu/
 // test_compile_options.py checks it), so a generated kernel is decided from
 // its user code (and the names it declares) alone.
-bool fits_minimal(const SourceScan& scan);
+bool scan_fits_minimal(const SourceScan& scan);
 
 // ---- entry_name.cpp --------------------------------------------------------
 // `<name>_<16 hex digits>`: a valid C identifier (name is one) that differs

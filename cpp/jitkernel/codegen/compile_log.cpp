@@ -11,7 +11,7 @@
 #include "jitkernel/codegen/codegen_detail.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
 
-namespace jk {
+namespace jk::codegen {
 namespace {
 
 // Splits "file(N): rest" into its parts; false for any other line.
@@ -51,4 +51,4 @@ std::string map_compile_log(const GeneratedKernel& kernel, const std::string& lo
   });
 }
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -22,7 +22,7 @@
 #include "jitkernel/core/array_view.hpp"
 #include "jitkernel/core/errors.hpp"
 
-namespace jk {
+namespace jk::codegen {
 namespace {
 
 using codegen::ShapeUse;
@@ -73,9 +73,9 @@ void check_ndim(const std::string& name, const InputSignature& in, const ShapeUs
 // parameters and the template arguments (other generated names add a suffix
 // starting with '_' to a parameter's, which omitted_by_minimal never flags
 // unless it flags the parameter's name itself).
-bool fits_minimal(const std::string& entry_name, const KernelSpec& spec,
+bool generated_fits_minimal(const std::string& entry_name, const KernelSpec& spec,
                   const CallSignature& call, const codegen::SourceScan& user_scan) {
-  if (!codegen::fits_minimal(user_scan) || codegen::omitted_by_minimal(entry_name)) return false;
+  if (!codegen::scan_fits_minimal(user_scan) || codegen::omitted_by_minimal(entry_name)) return false;
   for (const auto* names : {&spec.input_names, &spec.output_names}) {
     for (const auto& name : *names) {
       if (codegen::omitted_by_minimal(name)) return false;
@@ -171,8 +171,8 @@ GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature
 
   k.entry_name = codegen::make_entry_name(spec.name, head + tail);
   k.source = head + k.entry_name + tail;
-  k.fits_minimal = fits_minimal(k.entry_name, spec, call, scan);
+  k.fits_minimal = generated_fits_minimal(k.entry_name, spec, call, scan);
   return k;
 }
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -10,7 +10,7 @@
 #include "jitkernel/engine/generated_kernel.hpp"
 #include "jitkernel/engine/kernel_spec.hpp"
 
-namespace jk {
+namespace jk::codegen {
 
 // Throws ArgumentError naming the argument ("name", "input_names",
 // "output_names", "shared_memory") when a name is not a C identifier, is
@@ -60,4 +60,4 @@ bool uses_identifier(const std::string& text, const std::string& identifier);
 // but those jitkernel's preamble uses, which are known to compile with it.
 bool fits_minimal_builtins(const std::string& source);
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -212,9 +212,6 @@ void check_call_counts(const std::vector<std::string>& input_names, std::size_t 
   }
 }
 
-}  // namespace jk::codegen
-
-namespace jk {
 
 void validate_cuda_kernel_spec(const KernelSpec& spec) {
   using namespace codegen;
@@ -230,4 +227,4 @@ void validate_cuda_kernel_spec(const KernelSpec& spec) {
                         scan_user_code(spec.source, spec.header).identifiers, reserved_name_reason);
 }
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -237,7 +237,7 @@ std::string preamble_text(const Features& f) {
   return out;
 }
 
-bool fits_minimal(const SourceScan& scan) {
+bool scan_fits_minimal(const SourceScan& scan) {
   for (const auto& target : scan.includes) {
     if (!is_preamble_header(target)) return false;  // its header may need more
   }
@@ -247,14 +247,11 @@ bool fits_minimal(const SourceScan& scan) {
   return true;
 }
 
-}  // namespace jk::codegen
-
-namespace jk {
 
 bool fits_minimal_builtins(const std::string& source) {
   codegen::SourceScan scan;
   codegen::scan_into(source, scan);
-  return codegen::fits_minimal(scan);
+  return codegen::scan_fits_minimal(scan);
 }
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -184,9 +184,6 @@ SourceScan scan_user_code(const std::string& source, const std::string& header) 
   return scan;
 }
 
-}  // namespace jk::codegen
-
-namespace jk {
 
 bool uses_identifier(const std::string& text, const std::string& identifier) {
   codegen::SourceScan scan;
@@ -194,4 +191,4 @@ bool uses_identifier(const std::string& text, const std::string& identifier) {
   return scan.has(identifier);
 }
 
-}  // namespace jk
+}  // namespace jk::codegen

@@ -1,6 +1,6 @@
 // The one interface between the engine and a GPU backend: generate,
 // compile-or-load, launch, allocate. cuda/cuda_backend.cpp and
-// metal/metal_backend.cpp implement it; the engine (kernel.cpp) drives every
+// metal/metal_backend.cpp implement it; the engine (engine/kernel.cpp) drives every
 // call through it, so plan caching and argument validation exist once.
 #pragma once
 

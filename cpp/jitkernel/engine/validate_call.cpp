@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
 

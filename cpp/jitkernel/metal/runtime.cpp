@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "jitkernel/core/blocking.hpp"
-#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
 #include "jitkernel/core/text.hpp"

@@ -103,10 +103,10 @@ class CudaBackend final : public Backend {
     if (reason != nullptr) *reason = "no CUDA driver or no CUDA device on this machine";
     return false;
   }
-  void validate_spec(const KernelSpec& spec) const override { validate_cuda_kernel_spec(spec); }
+  void validate_spec(const KernelSpec& spec) const override { codegen::validate_cuda_kernel_spec(spec); }
   bool size_changes_code() const override { return false; }
   GeneratedKernel generate(const KernelSpec& spec, const CallSignature& signature) const override {
-    return generate_cuda_kernel(spec, signature);
+    return codegen::generate_cuda_kernel(spec, signature);
   }
 
   std::string misplaced_output(std::size_t index, const ArrayView& output) const override {

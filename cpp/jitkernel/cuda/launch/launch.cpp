@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
 #include "jitkernel/cuda/driver/device.hpp"

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "jitkernel/core/convert.hpp"
+#include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
 #include "jitkernel/cuda/driver/device.hpp"

@@ -183,7 +183,7 @@ std::vector<std::string> options_for(const std::string& arch, CompileTarget targ
 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const std::string& source) {
-  return options_for(arch, target, fits_minimal_builtins(source));
+  return options_for(arch, target, codegen::fits_minimal_builtins(source));
 }
 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
@@ -200,7 +200,7 @@ std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arc
   CompileResult result = run_nvrtc(kernel.source, nvrtc_program_name(kernel), arch, target,
                                    compile_options(arch, target, kernel));
   if (result.ok) return std::move(result.binary);
-  std::string log = map_compile_log(kernel, result.log);
+  std::string log = codegen::map_compile_log(kernel, result.log);
   throw CompileError("compiling kernel '" + kernel.entry_name + "' failed:\n" + log, log,
                      kernel.source);
 }

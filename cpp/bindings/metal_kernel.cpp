@@ -189,9 +189,8 @@ nb::object numpy_output(OwnedArray&& out, const nb::object& bfloat16) {
   return is_bf16 ? nb::object(array.attr("view")(bfloat16)) : array;
 }
 
-// The list form of a call. Returns NotImplemented when inputs,
-// output_shapes, output_dtypes or outputs is a dict (the Python front then
-// resolves names and calls again with lists).
+// A call. The dict form (inputs, output_shapes, output_dtypes or outputs
+// keyed by name) is turned into lists by call_form.cpp, then comes back here.
 nb::object call(PyMetalKernel& self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
                 nb::handle grid, nb::handle threadgroup, nb::handle tmpl, nb::handle init_value,
                 nb::handle stream, nb::handle outputs, nb::handle verbose) {

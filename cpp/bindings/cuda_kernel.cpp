@@ -1,8 +1,9 @@
-// `_core.CudaKernelBase` (the engine behind jitkernel.cuda_kernel; the Python
-// class jitkernel.CudaKernel in python/jitkernel/_cuda_kernel.py subclasses it
-// and adds the dict form) and `_core.compile_cuda`: the call (keyword parsing
-// in the type's call slot -> convert -> launch -> wrap), source() and
-// compile() without a GPU. Argument conversion lives in convert.cpp.
+// `_core.CudaKernelBase` (the Python front of the engine's Kernel on the CUDA
+// backend; jitkernel.CudaKernel in python/jitkernel/_cuda_kernel.py
+// subclasses it for kernels made without names) and `_core.compile_cuda`: the
+// call (keyword parsing in the type's call slot -> convert -> engine ->
+// wrap), source() and compile() without a GPU. Argument conversion lives in
+// convert.cpp, the dict form in call_form.cpp.
 #include <exception>
 #include <memory>
 #include <optional>
@@ -92,7 +93,7 @@ cuda::CompileTarget target_arg(const std::string& target) {
 }
 
 // "sm_90a", "sm_80", "compute_90a" (PTX only), ...
-void check_arch(const std::string& arch, cuda::CompileTarget target) {
+void arch_arg(const std::string& arch, cuda::CompileTarget target) {
   auto digits_then_suffix = [](const std::string& s, std::size_t from) {
     std::size_t i = from;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
@@ -133,10 +134,8 @@ void convert(const PyCudaKernel& self, KernelCall& call, ConvertedCall& conv,
   convert_call(in, call, conv);
 }
 
-// The list form of a call. Returns NotImplemented when inputs, output_shapes,
-// output_dtypes or outputs is a dict: the Python front then resolves names
-// (the dict form of _cuda_kernel.py) and calls again with lists, so the list
-// form pays no Python-side checks.
+// A call. The dict form (inputs, output_shapes, output_dtypes or outputs
+// keyed by name) is turned into lists by call_form.cpp, then comes back here.
 nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
                 nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose) {
@@ -261,7 +260,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyObject** v = values + 1;
   try {
     read_call_keywords(c, Py_TYPE(self)->tp_name, args, kwargs, v);
-    // Dicts, and kernels made without names, take the Python path.
+    // Kernels made without names take the Python path (it picks the engine for the call's names).
     const bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
     if (!general) {
       // The list form, straight into `_call`'s C++ (no second argument dispatch).
@@ -339,7 +338,7 @@ void bind(nb::module_& m) {
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl, const std::string& arch, const std::string& target) {
              cuda::CompileTarget t = target_arg(target);
-             check_arch(arch, t);
+             arch_arg(arch, t);
              CallSignature sig = signature(self, inputs, output_dtypes, tmpl);
              std::string binary;
              {
@@ -371,7 +370,7 @@ void bind(nb::module_& m) {
       [](const std::string& source, const std::string& arch, const std::string& target,
          const std::string& name) {
         cuda::CompileTarget t = target_arg(target);
-        check_arch(arch, t);
+        arch_arg(arch, t);
         std::string binary;
         {
           nb::gil_scoped_release unlocked;

@@ -1,5 +1,5 @@
-// Number -> element bytes conversions (see convert.hpp).
-#include "jitkernel/core/convert.hpp"
+// Number -> element bytes conversions (element_bytes.hpp).
+#include "jitkernel/core/element_bytes.hpp"
 
 #include <cmath>
 #include <cstdio>
