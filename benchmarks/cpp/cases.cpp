@@ -151,12 +151,14 @@ std::string store_in_disk_cache(const jk::GeneratedKernel& kernel, const std::st
   return binary;
 }
 
-void add_cpu_cases(Suite& suite) {
-  struct Gen {
-    const char* name;
-    jk::KernelSpec spec;
-    jk::CallSignature sig;
-  };
+// A kernel of the CPU cases: its name in the case names, spec and call signature.
+struct Gen {
+  const char* name;
+  jk::KernelSpec spec;
+  jk::CallSignature sig;
+};
+
+void add_codegen_cases(Suite& suite) {
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed", exp_spec(), exp_signature()}}) {
     jk::codegen::validate_cuda_kernel_spec(g.spec);
@@ -170,6 +172,9 @@ void add_cpu_cases(Suite& suite) {
                              return seconds_since(t0);
                            }});
   }
+}
+
+void add_nvrtc_cases(Suite& suite) {
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"add_f16", add_spec(), add_signature(jk::DType::Float16)},
                   Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
@@ -182,7 +187,9 @@ void add_cpu_cases(Suite& suite) {
                              return seconds_since(t0);
                            }});
   }
-  BenchCacheFolder::path();  // before anything uses the compile cache
+}
+
+void add_cache_cases(Suite& suite) {
   for (auto& g : {Gen{"add_f32", add_spec(), add_signature(jk::DType::Float32)},
                   Gen{"exp_f16_seed_cg", exp_spec(), exp_signature()}}) {
     auto kernel = std::make_shared<jk::GeneratedKernel>(jk::codegen::generate_cuda_kernel(g.spec, g.sig));
@@ -214,34 +221,43 @@ void add_cpu_cases(Suite& suite) {
            return seconds;
          }});
   }
-  {
-    // The add kernel with a header= that includes a user header (which includes another): the key hashes both
-    // once, then stats them. Timing starts 2 s after they were written: a file changed more recently than the
-    // timestamps' resolution is hashed again on every key (cache/include_closure.hpp).
-    const std::string dir = BenchCacheFolder::path() + "/headers";
-    fs::create_directories(dir);
-    for (auto [name, text] : {std::pair{"helper.h", "#pragma once\n#include \"detail.h\"\n#define BENCH_SCALE 1\n"},
-                              std::pair{"detail.h", "#pragma once\n#define BENCH_DETAIL 1\n"}}) {
-      std::ofstream file(dir + "/" + name);
-      file << text;
-      if (!file.flush()) throw jk::Error("cannot write the benchmark header " + dir + "/" + name);
-    }
-    jk::KernelSpec spec = add_spec();
-    spec.header = "#include \"" + dir + "/helper.h\"\n";
-    auto kernel = std::make_shared<jk::GeneratedKernel>(
-        jk::codegen::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
-    const auto settled = Clock::now() + std::chrono::milliseconds(2100);
-    suite.cases.push_back({"cache/key_add_f32_user_headers",
-                           "one compile key of a kernel including a user header that includes another, sm_90a", 1,
-                           [kernel, settled](std::int64_t n) {
-                             std::this_thread::sleep_until(settled);
-                             auto t0 = Clock::now();
-                             for (std::int64_t i = 0; i < n; ++i)
-                               g_sink = g_sink + jk::cuda::compile_key(*kernel, "sm_90a",
-                                                                       jk::cuda::CompileTarget::Cubin).digest[0];
-                             return seconds_since(t0);
-                           }});
+}
+
+// The add kernel with a header= that includes a user header (which includes another): the key hashes both
+// once, then stats them. Timing starts 2 s after they were written: a file changed more recently than the
+// timestamps' resolution is hashed again on every key (cache/include_closure.hpp).
+void add_user_header_case(Suite& suite) {
+  const std::string dir = BenchCacheFolder::path() + "/headers";
+  fs::create_directories(dir);
+  for (auto [name, text] : {std::pair{"helper.h", "#pragma once\n#include \"detail.h\"\n#define BENCH_SCALE 1\n"},
+                            std::pair{"detail.h", "#pragma once\n#define BENCH_DETAIL 1\n"}}) {
+    std::ofstream file(dir + "/" + name);
+    file << text;
+    if (!file.flush()) throw jk::Error("cannot write the benchmark header " + dir + "/" + name);
   }
+  jk::KernelSpec spec = add_spec();
+  spec.header = "#include \"" + dir + "/helper.h\"\n";
+  auto kernel = std::make_shared<jk::GeneratedKernel>(
+      jk::codegen::generate_cuda_kernel(spec, add_signature(jk::DType::Float32)));
+  const auto settled = Clock::now() + std::chrono::milliseconds(2100);
+  suite.cases.push_back({"cache/key_add_f32_user_headers",
+                         "one compile key of a kernel including a user header that includes another, sm_90a", 1,
+                         [kernel, settled](std::int64_t n) {
+                           std::this_thread::sleep_until(settled);
+                           auto t0 = Clock::now();
+                           for (std::int64_t i = 0; i < n; ++i)
+                             g_sink = g_sink + jk::cuda::compile_key(*kernel, "sm_90a",
+                                                                     jk::cuda::CompileTarget::Cubin).digest[0];
+                           return seconds_since(t0);
+                         }});
+}
+
+void add_cpu_cases(Suite& suite) {
+  add_codegen_cases(suite);
+  add_nvrtc_cases(suite);
+  BenchCacheFolder::path();  // before anything uses the compile cache
+  add_cache_cases(suite);
+  add_user_header_case(suite);
 }
 
 // --- GPU cases -------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Helpers shared by the Python benchmarks (bench_launch.py, bench_first_call.py): the kernel texts both time,
-the Skip row marker, cuda.core's names, the known NumPy/numba mismatch, the run's environment for the report, and
-writing the report files.
+the Skip row marker, cuda.core's names, the known NumPy/numba mismatch, running a measurement in a fresh process,
+the run's environment for the report, and writing the report files.
 """
 from __future__ import annotations
 
@@ -74,6 +74,18 @@ def numpy_mismatch(lib, error):
         except Exception:  # the reason matters, not the version
             ver = "(version unknown)"
     return f"{lib} {ver} does not work with the installed NumPy {np.__version__} ({error})"
+
+
+def run_fresh(cmd, timeout, **kwargs):
+    """Runs ``cmd`` in a fresh process: the dict its last "RESULT <json>" line holds, or {"error": why}."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    if p.returncode == 0 and lines:
+        return json.loads(lines[-1][len("RESULT "):])
+    return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1][:300]}
 
 
 def git_commit():

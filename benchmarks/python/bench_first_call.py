@@ -33,193 +33,30 @@ process on the filled cache folders (disk-warm).
 
     python3 benchmarks/python/bench_first_call.py --out DIR [--reps 3] [--compile-only] [--sections issue,import,peers]
 
-Writes bench_first_call.json and bench_first_call.md to --out; exits 1 when a jitkernel measurement fails.
+Writes bench_first_call.json and bench_first_call.md to --out; exits 1 when a jitkernel measurement fails. The
+measured processes are in _first_call_children.py, the peers section's scripts in _first_call_cold.py.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-from _bench_common import CG_BODY, environment, fmt, numpy_mismatch, write_report
+from _bench_common import environment, fmt, run_fresh, write_report
+from _first_call_children import CHILDREN, KERNELS, N_ISSUE, median
+from _first_call_cold import COLD, cold_start, cuda_device_count, missing_module
 
-N_ISSUE = 4096  # elements of the issue-4 kernels
-NOCG_BODY = CG_BODY.replace("cooperative_groups::this_grid().thread_rank()", "blockIdx.x * blockDim.x + threadIdx.x")
-KERNELS = {"seed003": ("seed 003 (cooperative_groups)", CG_BODY), "nocg": ("without cooperative_groups", NOCG_BODY)}
 FRAMEWORKS = ("torch", "cupy", "jax", "jaxlib", "mlx", "tensorflow", "numba", "triton", "dask", "pandas")
 CACHE_ENV = {"JITKERNEL_CACHE_DIR": "jitkernel", "CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton",
              "NUMBA_CACHE_DIR": "numba", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 TARGETS = {"warm_ms": 0.5, "nocg_vs_nvrtc": 1.5, "seed003_vs_mlx": 0.5, "import_ms": 20.0}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-# --- children: one measurement in a fresh process ----------------------------------------------------------------
-# The parent runs `python bench_first_call.py --child SPEC` (SPEC: JSON); the child prints "RESULT <json>".
-
-def _exp_inputs(kind):
-    """(array on the GPU, a function giving it back as NumPy, synchronize) from ``kind`` (cupy / torch)."""
-    host = np.random.default_rng(0).standard_normal(N_ISSUE).astype(np.float32)
-    if kind == "cupy":
-        import cupy as cp
-        x = cp.asarray(host)
-        cp.cuda.Device().synchronize()
-        return x, cp.asnumpy, cp.cuda.Device().synchronize
-    import torch
-    x = torch.from_numpy(host).cuda()
-    torch.cuda.synchronize()
-    return x, lambda t: t.cpu().numpy(), torch.cuda.synchronize
-
-
-def _empty_like(x):
-    """An uninitialised array like ``x`` from its own framework (torch or CuPy)."""
-    mod = type(x).__module__.split(".")[0]
-    if mod == "torch":
-        import torch
-        return torch.empty_like(x)
-    import cupy as cp
-    return cp.empty_like(x)
-
-
-def _check_exp(got, x_host, what):
-    want = np.exp(x_host)
-    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
-        raise AssertionError(f"{what}: wrong result")
-
-
-def _check_cubin(binary, what):
-    if not binary or bytes(binary[:4]) != b"\x7fELF":
-        raise AssertionError(f"{what}: not a cubin (ELF) image")
-
-
-def child_jitkernel(spec):
-    import jitkernel as jk
-    name, body = "myexp", KERNELS[spec["kernel"]][1]
-    kw = dict(template=[("T", jk.float32)])
-    if spec["compile_only"]:
-        x = np.zeros(N_ISSUE, np.float32)
-        t = time.perf_counter()
-        k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
-        cubin = k.compile(inputs=[x], output_dtypes=[np.float32], arch=spec["arch"], **kw)
-        ms = (time.perf_counter() - t) * 1e3
-        _check_cubin(cubin, "jitkernel compile")
-        res = {"ms": ms, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
-    else:
-        x, to_host, sync = _exp_inputs(spec["inputs"])
-        jk.cuda_available()  # driver loaded before the clock (the context exists already: the inputs)
-        # outputs_given: the output comes from the input's framework before the clock, so the first call
-        # makes no allocation (the driver's first stream-ordered allocation in a process costs ~10 ms).
-        given = [_empty_like(x)] if spec.get("outputs_given") else None
-        if given:
-            sync()
-        t = time.perf_counter()
-        k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
-        if given:
-            out = k(inputs=[x], grid=(N_ISSUE, 1, 1), threadgroup=(256, 1, 1), outputs=given, **kw)[0]
-        else:
-            out = k(inputs=[x], output_shapes=[tuple(x.shape)], output_dtypes=[jk.float32], grid=(N_ISSUE, 1, 1),
-                    threadgroup=(256, 1, 1), **kw)[0]
-        sync()
-        ms = (time.perf_counter() - t) * 1e3
-        _check_exp(to_host(out), to_host(x), "jitkernel")
-        res = {"ms": ms}
-    if hasattr(jk, "cache_info"):  # this process's disk-cache hits and misses: the warm run must be a hit
-        res["cache"] = dataclasses.asdict(jk.cache_info())
-    return res
-
-
-def child_cupy(spec):
-    import cupy as cp
-    x, to_host, sync = _exp_inputs("cupy")
-    out = cp.empty_like(x)
-    t = time.perf_counter()
-    k = cp.RawKernel(spec["source"], spec["entry"], options=("--std=c++17",))
-    k((N_ISSUE // 256,), (256,), (x, out))
-    sync()
-    ms = (time.perf_counter() - t) * 1e3
-    _check_exp(to_host(out), to_host(x), "cupy RawKernel")
-    return {"ms": ms}
-
-
-def child_mlx(spec):
-    import mlx.core as mx
-    host = np.random.default_rng(0).standard_normal(N_ISSUE).astype(np.float32)
-    a = mx.array(host)
-    mx.eval(a)  # a copy only: nothing compiled yet
-    t = time.perf_counter()
-    k = mx.fast.cuda_kernel(name="myexp", input_names=["inp"], output_names=["out"],
-                            source=KERNELS[spec["kernel"]][1])
-    o = k(inputs=[a], template=[("T", mx.float32)], grid=(N_ISSUE, 1, 1), threadgroup=(256, 1, 1),
-          output_shapes=[a.shape], output_dtypes=[a.dtype])[0]
-    mx.eval(o)
-    ms = (time.perf_counter() - t) * 1e3
-    _check_exp(np.array(o), host, "mlx cuda_kernel")
-    return {"ms": ms}
-
-
-def child_nvrtc(spec):
-    """The generated source through NVRTC alone (ctypes): first compile in this process, then a few more."""
-    import ctypes
-    t = time.perf_counter()
-    for pre in spec["nvrtc_preload"]:
-        ctypes.CDLL(pre, mode=ctypes.RTLD_GLOBAL)
-    nv = ctypes.CDLL(spec["nvrtc_library"])
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    if nv.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
-        raise RuntimeError("nvrtcVersion failed")
-    load_ms = (time.perf_counter() - t) * 1e3
-    opts = [f"--gpu-architecture={spec['arch']}"]
-    if "#include" in spec["source"]:
-        opts += ["-I" + d for d in spec["include_dirs"]]
-    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-    src = spec["source"].encode()
-
-    def compile_once():
-        prog = ctypes.c_void_p()
-        t = time.perf_counter()
-        if nv.nvrtcCreateProgram(ctypes.byref(prog), src, b"bare.cu", 0, None, None) != 0:
-            raise RuntimeError("nvrtcCreateProgram failed")
-        try:
-            rc = nv.nvrtcCompileProgram(prog, len(opts), argv)
-            size = ctypes.c_size_t()
-            if rc != 0:
-                nv.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-                log = ctypes.create_string_buffer(size.value)
-                nv.nvrtcGetProgramLog(prog, log)
-                raise RuntimeError(f"NVRTC error {rc}: {log.value.decode(errors='replace')[:500]}")
-            if nv.nvrtcGetCUBINSize(prog, ctypes.byref(size)) != 0:
-                raise RuntimeError("nvrtcGetCUBINSize failed")
-            cubin = ctypes.create_string_buffer(size.value)
-            if nv.nvrtcGetCUBIN(prog, cubin) != 0:
-                raise RuntimeError("nvrtcGetCUBIN failed")
-            ms = (time.perf_counter() - t) * 1e3
-        finally:
-            nv.nvrtcDestroyProgram(ctypes.byref(prog))
-        _check_cubin(cubin.raw, "bare NVRTC")
-        return ms
-
-    first = compile_once()
-    again = [compile_once() for _ in range(spec.get("repeats", 5))]
-    return {"ms": first, "repeat_median_ms": median(again), "load_ms": load_ms,
-            "nvrtc_version": f"{major.value}.{minor.value}",
-            "options": opts[:1] + (["-I..."] if len(opts) > 1 else [])}
-
-
-CHILDREN = {"jitkernel": child_jitkernel, "cupy": child_cupy, "mlx": child_mlx, "nvrtc": child_nvrtc}
 
 # `import numpy`, then `import jitkernel`: nothing else runs in that process first.
 IMPORT_SCRIPT = """import sys, time, json
@@ -229,21 +66,10 @@ print("RESULT " + json.dumps({"numpy_ms": (t1 - t0) * 1e3, "jitkernel_ms": (t2 -
 """ % (FRAMEWORKS,)
 
 
-def _parse_result(p):
-    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-    if p.returncode == 0 and lines:
-        return json.loads(lines[-1][len("RESULT "):])
-    return {"error": (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1][:300]}
-
-
 def run_child(spec, env, timeout):
     """One fresh process measuring ``spec``; its result dict or {"error": ...}."""
-    try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)], env=env,
-                           capture_output=True, text=True, timeout=timeout, cwd=HERE)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    return _parse_result(p)
+    return run_fresh([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)], timeout, env=env,
+                     cwd=HERE)
 
 
 def python_env(pycache):
@@ -276,7 +102,7 @@ def generated(kernel):
 def _peer_skip(module, compile_only):
     if compile_only:
         return "compile-only run (no GPU)"
-    return _missing_module((module,))
+    return missing_module((module,))
 
 
 def summarise(row, runs):
@@ -356,12 +182,7 @@ def import_section(reps, timeout, pycache):
     env = python_env(pycache)
     with tempfile.TemporaryDirectory(prefix="jk_import_") as folder:
         for i in range(reps + 1):
-            try:
-                p = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT], capture_output=True, text=True,
-                                   timeout=timeout, cwd=folder, env=env)
-                r = _parse_result(p)
-            except subprocess.TimeoutExpired:
-                r = {"error": f"timed out after {timeout} s"}
+            r = run_fresh([sys.executable, "-c", IMPORT_SCRIPT], timeout, cwd=folder, env=env)
             if i > 0 or "error" in r:  # the first run only writes the bytecode (unless it failed)
                 runs.append(r)
     ok = [r for r in runs if "error" not in r]
@@ -412,214 +233,6 @@ def targets(issue, imp, compile_only):
         rows.append(("array frameworks `import jitkernel` imports", ", ".join(fw) if fw else "none", "none", None,
                      "not measured" if fw is None or "error" in imp else ("PASS" if not fw else "FAIL")))
     return rows
-
-
-# --- peers section: c = a + b through every library, fresh processes ----------------------------------------
-# Each script below runs as a file of its own (Triton reads a kernel's source from its file) in a fresh
-# process; it imports the kernel texts and helpers from this module, sets the dict r, and the epilogue prints it.
-
-N_COLD = 4096  # elements in the first-call runs
-
-
-def other_kernel(src):
-    """A second, different kernel from the same text: a - b instead of a + b."""
-    return src.replace("a[i] + b[i]", "a[i] - b[i]")
-
-
-def expect(ok, what):
-    """Fails a first-call run whose kernel gave a wrong result (after its clock stopped)."""
-    if not ok:
-        raise AssertionError(f"{what}: wrong result")
-
-
-COLD_PRELUDE = f"""import json, sys, time
-sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
-from _bench_common import RAW_SRC, JK_BODY
-from bench_first_call import N_COLD as N, other_kernel, expect
-"""
-COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
-# row of the first-call table: (peer that --peers selects it by, modules it needs, script)
-COLD = {
-    "jitkernel": ("jitkernel", ("jitkernel", "torch"), """
-import torch, jitkernel as jk
-x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize(); jk.cuda_available()
-def first(name, body, want):
-    t = time.perf_counter()
-    k = jk.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
-    c = k(inputs=[x, y, N], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(N, 1, 1),
-          threadgroup=(256, 1, 1))[0]
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(torch.allclose(c, want()), name)
-    return ms
-r = {"first_call_ms": first("bench_add", JK_BODY, lambda: x + y),
-     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y)}
-"""),
-    "cupy": ("cupy", ("cupy",), """
-import numpy as np, cupy as cp
-h = np.arange(N, dtype=np.float32)
-x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
-def first(src, want):
-    t = time.perf_counter()
-    k = cp.RawKernel(src, "raw_add"); k((N // 256,), (256,), (x, x, np.int32(N), z)); cp.cuda.Device().synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(cp.asnumpy(z), want), "cupy")
-    return ms
-r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
-"""),
-    "torch": ("torch", ("torch",), """
-import torch
-x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
-t = time.perf_counter(); torch.add(x, x, out=z); torch.cuda.synchronize()
-r = {"first_call_ms": (time.perf_counter() - t) * 1e3, "note": "no compile: first use of a precompiled kernel"}
-"""),
-    "cuda.core": ("cudacore", ("cuda.core", "cupy"), """
-import numpy as np, cupy as cp
-from _bench_common import cuda_core
-cc, dev, s = cuda_core()  # the launch table's stream: the legacy default stream
-h = np.arange(N, dtype=np.float32)
-x = cp.asarray(h); z = cp.empty_like(x); cp.cuda.Device().synchronize()  # copies only: no kernel compiled yet
-def first(src, want):
-    t = time.perf_counter()
-    ker = cc.Program(src, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile(
-        "cubin").get_kernel("raw_add")
-    cc.launch(s, cc.LaunchConfig(grid=N // 256, block=256), ker, np.uint64(x.data.ptr), np.uint64(x.data.ptr),
-              np.int32(N), np.uint64(z.data.ptr))
-    s.sync()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(cp.asnumpy(z), want), "cuda.core")
-    return ms
-r = {"first_call_ms": first(RAW_SRC, h + h), "second_kernel_ms": first(other_kernel(RAW_SRC), h - h)}
-"""),
-    "triton": ("triton", ("triton", "torch"), """
-import torch, triton, triton.language as tl
-x = torch.randn(N, device="cuda"); z = torch.empty_like(x); torch.cuda.synchronize()
-@triton.jit
-def tadd(A, B, C, n, BLOCK: tl.constexpr):
-    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
-    tl.store(C + o, tl.load(A + o, mask=m) + tl.load(B + o, mask=m), mask=m)
-@triton.jit
-def tsub(A, B, C, n, BLOCK: tl.constexpr):
-    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK); m = o < n
-    tl.store(C + o, tl.load(A + o, mask=m) - tl.load(B + o, mask=m), mask=m)
-def first(kern, want):
-    t = time.perf_counter()
-    kern[(N // 1024,)](x, x, z, N, BLOCK=1024); torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(torch.allclose(z, want()), kern.__name__)
-    return ms
-r = {"first_call_ms": first(tadd, lambda: x + x), "second_kernel_ms": first(tsub, lambda: x - x)}
-"""),
-    "numba": ("numba", ("numba.cuda",), """
-import numpy as np
-from numba import cuda
-h = np.arange(N, dtype=np.float32)
-x = cuda.to_device(h); z = cuda.device_array(N, np.float32); cuda.synchronize()
-@cuda.jit
-def nadd(a, b, c):
-    i = cuda.grid(1)
-    if i < c.size: c[i] = a[i] + b[i]
-@cuda.jit
-def nsub(a, b, c):
-    i = cuda.grid(1)
-    if i < c.size: c[i] = a[i] - b[i]
-def first(kern, want):
-    t = time.perf_counter()
-    kern[N // 256, 256](x, x, z); cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(z.copy_to_host(), want), "numba")
-    return ms
-r = {"first_call_ms": first(nadd, h + h), "second_kernel_ms": first(nsub, h - h)}
-"""),
-    "mlx": ("mlx", ("mlx.core",), """
-import numpy as np, mlx.core as mx
-rng = np.random.default_rng(0)
-a, b = (mx.array(rng.standard_normal(N).astype(np.float32)) for _ in range(2)); mx.eval(a, b)  # copies only
-def first(name, body, want):
-    t = time.perf_counter()
-    k = mx.fast.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
-    c = k(inputs=[a, b, N], grid=(N, 1, 1), threadgroup=(256, 1, 1), output_shapes=[a.shape],
-          output_dtypes=[a.dtype])[0]
-    mx.eval(c)
-    ms = (time.perf_counter() - t) * 1e3
-    expect(np.allclose(np.array(c), want(np.array(a), np.array(b))), name)
-    return ms
-r = {"first_call_ms": first("bench_add", JK_BODY, lambda p, q: p + q),
-     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda p, q: p - q),
-     "note": "MLX puts <cooperative_groups.h> in every kernel"}
-"""),
-}
-
-
-def _missing_module(modules):
-    """Why one of ``modules`` cannot be used here (not installed, or its import fails), or None."""
-    import importlib.util
-    for mod in modules:
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return f"{mod} not installed"
-        except ModuleNotFoundError:  # a parent package is missing
-            return f"{mod} not installed"
-        except Exception as e:  # importing the parent package failed
-            return f"{mod} cannot be imported ({type(e).__name__}: {e})"
-    return None
-
-
-def _run_cold(path, env, timeout):
-    """One fresh process running the script at ``path``: its r dict, or {"error": last line of stderr}."""
-    try:
-        p = subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-    if p.returncode == 0 and lines:
-        return json.loads(lines[-1][len("RESULT "):])
-    return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
-
-
-def cuda_device_count():
-    """(number of CUDA devices, why none) from the driver itself through ctypes, so that the first-call rows
-    can be skipped on a machine without a GPU whatever frameworks are installed."""
-    import ctypes
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:
-        return 0, f"no CUDA driver ({e})"
-    count = ctypes.c_int(0)
-    rc = cuda.cuInit(0)
-    if rc == 0:
-        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
-    if rc != 0:
-        return 0, f"the CUDA driver reports no usable device (CUresult {rc})"
-    return count.value, "" if count.value else "the CUDA driver reports no device"
-
-
-def cold_start(row, timeout):
-    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
-    peer, needs, script = COLD[row]
-    missing = _missing_module(needs)
-    if missing:
-        return {"skipped": missing}
-    d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
-    caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", "NUMBA_CACHE_DIR": "numba",
-              "CUDA_CACHE_PATH": "nv", "JITKERNEL_CACHE_DIR": "jitkernel", "XDG_CACHE_HOME": "xdg"}
-    env = dict(os.environ, **{k: os.path.join(d, v) for k, v in caches.items()})
-    path = os.path.join(d, f"first_call_{peer}.py")
-    with open(path, "w") as f:
-        f.write(COLD_PRELUDE + script + COLD_EPILOGUE)
-    out = {"cold": _run_cold(path, env, timeout)}
-    reason = numpy_mismatch(peer, out["cold"].get("error", ""))
-    if reason:
-        return {"skipped": reason}
-    notes = [out["cold"].get("note", "")]
-    if peer == "jitkernel" and "error" not in out["cold"]:
-        jk_cache = env["JITKERNEL_CACHE_DIR"]
-        if not any(files for _, _, files in os.walk(jk_cache)):
-            notes.append("in-memory compile cache only (nothing was written to JITKERNEL_CACHE_DIR): the "
-                         "disk-warm process compiles again, so disk-warm = cold")
-    out["diskwarm"] = _run_cold(path, env, timeout)
-    out["note"] = "; ".join(n for n in notes if n)
-    return out
 
 
 # --- report -------------------------------------------------------------------------------------------------------
@@ -738,7 +351,7 @@ def main(argv=None):
     arch = args.arch if compile_only else jk.device_info(0)["arch"]
     inputs = args.inputs
     if inputs == "auto":
-        inputs = "cupy" if not _missing_module(("cupy",)) else "torch"
+        inputs = "cupy" if not missing_module(("cupy",)) else "torch"
     res = {"environment": environment(), "config": {
         "compile_only": compile_only, "why_compile_only": why if devices == 0 else "", "arch": arch,
         "reps": args.reps, "inputs": inputs, "nvrtc_version": tk.get("nvrtc_version"),

@@ -325,6 +325,10 @@ _MLX_TESTS = [
 
 # --------------------------------------------------------------------------- generated cases
 def _generated() -> list:
+    return _generated_types_and_attributes() + _generated_shapes_outputs_bodies()
+
+
+def _generated_types_and_attributes() -> list:
     out = []
     body = "uint i = thread_position_in_grid.x;\nout[i] = 0;"
     # Every dtype as an array input (>= 8 elements), a small input, a 0-d input, an output and a template type.
@@ -374,6 +378,11 @@ def _generated() -> list:
                      ["float32"]))
     out.append(_spec("attr_reverse_order", "out[threads_per_grid.x] = grid_origin.x + thread_execution_width;",
                      [_arr((16,))], ["float32"]))
+    return out
+
+
+def _generated_shapes_outputs_bodies() -> list:
+    out = []
     # name_shape / name_strides / name_ndim: every subset, on one and on several inputs.
     for use in itertools.product([False, True], repeat=3):
         parts = [p for p, u in zip(["in0_shape[0]", "in0_strides[0]", "in0_ndim"], use) if u] or ["1"]

@@ -99,6 +99,14 @@ class Cubin:
 
 
 def structural_cases(cubin: bytes, ptx_text: bytes):
+    cases = _elf_cases(cubin)
+    cases.update(_fatbin_cases(cubin, ptx_text))
+    cases.update(_ptx_cases())
+    return cases
+
+
+def _elf_cases(cubin: bytes):
+    """ELF header and section fields past the end, overflowing when added, huge counts; overlapping sections."""
     c = Cubin(cubin)
     n = len(cubin)
     symtab = c.index(lambda name, s: s[1] == 2)
@@ -159,8 +167,11 @@ def structural_cases(cubin: bytes, ptx_text: bytes):
     b = bytearray(cubin)
     struct.pack_into("<BBH", b, start, 4, 0x17, 0xFFFF)
     cases["nv.info record past its section"] = bytes(b)
-    # fatbins
-    cases.update({
+    return cases
+
+
+def _fatbin_cases(cubin: bytes, ptx_text: bytes):
+    return {
         "fatbin header size max": fatbin([(2, 90, cubin)], header_size=0xFFFF),
         "fatbin header size 0": fatbin([(2, 90, cubin)], header_size=0),
         "fatbin payload max": fatbin([(2, 90, cubin)], payload_size=U64),
@@ -175,10 +186,13 @@ def structural_cases(cubin: bytes, ptx_text: bytes):
         "fatbin of many empty images": fatbin([(1, 90, b"")] * 20000 + [(2, 90, cubin)]),
         "fatbin compressed only": fatbin([{"payload": cubin, "flags": 0x2011}]),
         "fatbin of PTX": fatbin([(1, 90, ptx_text)]),
-    })
-    # PTX numbers and parameter lists
+    }
+
+
+def _ptx_cases():
+    """PTX numbers and parameter lists."""
     k = ".visible .entry k(\n{}\n)\n{{\nret;\n}}\n"
-    cases.update({
+    return {
         "ptx target 2**32+90": ptx(k.format(".param .u64 p"), target="sm_4294967386"),
         "ptx target 30 digits": ptx(k.format(".param .u64 p"), target="sm_" + "9" * 30),
         "ptx target 2**31": ptx(k.format(".param .u64 p"), target="sm_2147483648"),
@@ -198,8 +212,7 @@ def structural_cases(cubin: bytes, ptx_text: bytes):
         "ptx many params": ptx(k.format(",\n".join(f".param .u32 p{i}" for i in range(100000)))),
         "ptx unclosed params": ptx(".visible .entry k(\n.param .u64 p"),
         "ptx entry at the end": ptx(".visible .entry"),
-    })
-    return cases
+    }
 
 
 def truncation_cases(cubin: bytes, ptx_text: bytes):

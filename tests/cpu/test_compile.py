@@ -70,7 +70,7 @@ def test_kernels_compile_to_cubin(case):
 
 def test_cooperative_groups_compile():
     # The seed's example, body verbatim: it stays inside the light cooperative_groups subset jitkernel defines itself
-    # (no CCCL); test_codegen.py covers which sources need the real header.
+    # (no CCCL); test_codegen_cooperative_groups.py covers which sources need the real header.
     k = kernel("myexp", ["inp"], """
         auto elem = cooperative_groups::this_grid().thread_rank();
         T tmp = inp[elem];

@@ -1,7 +1,7 @@
 """Fuzz test of every public entry point: whatever the arguments, a call returns or raises a ``jk.JitKernelError``;
 it never raises another exception type, crashes the interpreter or hangs.
 
-Hypothesis draws the calls (tests/cpu/_fuzz_child.py says what each target covers: the factories and their kernels'
+Hypothesis draws the calls (tests/cpu/_fuzz_targets.py says what each target covers: the factories and their kernels'
 ``source`` / ``compile`` / calls in list and dict form, Metal, ``compile_cuda``, ``precompiled_cuda_kernel`` and the
 binary parser with mutated NVRTC output, dtypes and ``jk.Array``, the compile cache with a damaged folder, and hostile
 protocol objects everywhere an array or a stream goes). The calls run in child processes, a batch of cases per

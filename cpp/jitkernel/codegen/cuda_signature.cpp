@@ -87,6 +87,84 @@ bool generated_fits_minimal(const std::string& entry_name, const KernelSpec& spe
   return true;
 }
 
+// The parameter list (in the order the launcher packs it, recorded in k.params), the lines atop the body
+// (template constants, scalar aliases) and every dtype the kernel names.
+struct Signature {
+  std::string params;
+  std::string templates;
+  std::string prologue;
+  std::vector<DType> dtypes;
+};
+
+void add_param(GeneratedKernel& k, Signature& sig, ParamKind kind, int index, const std::string& decl) {
+  sig.params += sig.params.empty() ? "    " : ",\n    ";
+  sig.params += decl;
+  k.params.push_back({kind, index});
+}
+
+void add_input(const std::string& name, const InputSignature& in, int idx, const ShapeUse& use,
+               GeneratedKernel& k, Signature& sig) {
+  const std::string type = cuda_type(in.dtype);
+  if (in.is_scalar) {
+    // By value; `name` points at the parameter so name[0] works as in MLX.
+    add_param(k, sig, ParamKind::InputScalar, idx, "const __grid_constant__ " + type + " " + name + "__value");
+    sig.prologue += "  [[maybe_unused]] const " + type + "* " + name + " = &" + name + "__value;\n";
+    if (use.shape) sig.prologue += "  [[maybe_unused]] const jitkernel::Shape " + name + "_shape = {};\n";
+    if (use.strides) sig.prologue += "  [[maybe_unused]] const jitkernel::Strides " + name + "_strides = {};\n";
+    if (use.ndim) sig.prologue += "  [[maybe_unused]] constexpr int " + name + "_ndim = 0;\n";
+    return;
+  }
+  add_param(k, sig, ParamKind::InputData, idx, "const " + type + "* " + name);
+  if (use.shape) {
+    add_param(k, sig, ParamKind::InputShape, idx, "const __grid_constant__ jitkernel::Shape " + name + "_shape");
+  }
+  if (use.strides) {
+    add_param(k, sig, ParamKind::InputStrides, idx,
+              "const __grid_constant__ jitkernel::Strides " + name + "_strides");
+  }
+  if (use.ndim) add_param(k, sig, ParamKind::InputNdim, idx, "const int " + name + "_ndim");
+}
+
+Signature build_signature(const KernelSpec& spec, const CallSignature& call, const SourceScan& scan,
+                          GeneratedKernel& k) {
+  Signature sig;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const InputSignature& in = call.inputs[i];
+    const std::string& name = spec.input_names[i];
+    ShapeUse use = codegen::shape_use(scan, name);
+    check_ndim(name, in, use);
+    sig.dtypes.push_back(in.dtype);
+    add_input(name, in, static_cast<int>(i), use, k, sig);
+  }
+  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
+    sig.dtypes.push_back(call.output_dtypes[i]);
+    add_param(k, sig, ParamKind::OutputData, static_cast<int>(i),
+              std::string(cuda_type(call.output_dtypes[i])) + "* " + spec.output_names[i]);
+  }
+  for (const auto& t : call.template_args) {
+    if (t.kind == TemplateArg::Kind::DType) sig.dtypes.push_back(t.dtype);
+    sig.templates += template_line(t);
+  }
+  return sig;
+}
+
+// The text before the entry name: banner, preamble, the user's header (line-mapped), the entry's declarator.
+std::string head_text(const KernelSpec& spec, const codegen::Features& features, GeneratedKernel& k) {
+  std::string head = "// jitkernel cuda_kernel \"" + spec.name +
+                     "\": generated code; user code follows the #line \"header\" and "
+                     "#line \"source\" markers.\n";
+  head += codegen::preamble_text(features);
+  if (!spec.header.empty()) {
+    head += "#line 1 \"header\"\n";
+    k.header_first_line = codegen::line_at(head, head.size());
+    k.header_line_count = codegen::count_lines(spec.header);
+    append_block(head, spec.header);
+    head += "#line " + std::to_string(codegen::line_at(head, head.size()) + 1) + " \"" + k.program_name + "\"\n";
+  }
+  head += "extern \"C\" __global__ void ";
+  return head;
+}
+
 }  // namespace
 
 GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature& call) {
@@ -102,68 +180,13 @@ GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature
 
   GeneratedKernel k;
   k.program_name = spec.name + ".cu";
-
-  // Parameters, in the order the launcher packs them.
-  std::string params;
-  std::string prologue;  // template constants and scalar aliases, top of the body
-  auto add_param = [&](ParamKind kind, int index, const std::string& decl) {
-    params += params.empty() ? "    " : ",\n    ";
-    params += decl;
-    k.params.push_back({kind, index});
-  };
-  std::vector<DType> dtypes;
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    const InputSignature& in = call.inputs[i];
-    const std::string& name = spec.input_names[i];
-    const int idx = static_cast<int>(i);
-    const std::string type = cuda_type(in.dtype);
-    ShapeUse use = codegen::shape_use(scan, name);
-    check_ndim(name, in, use);
-    dtypes.push_back(in.dtype);
-    if (in.is_scalar) {
-      // By value; `name` points at the parameter so name[0] works as in MLX.
-      add_param(ParamKind::InputScalar, idx, "const __grid_constant__ " + type + " " + name + "__value");
-      prologue += "  [[maybe_unused]] const " + type + "* " + name + " = &" + name + "__value;\n";
-      if (use.shape) prologue += "  [[maybe_unused]] const jitkernel::Shape " + name + "_shape = {};\n";
-      if (use.strides) prologue += "  [[maybe_unused]] const jitkernel::Strides " + name + "_strides = {};\n";
-      if (use.ndim) prologue += "  [[maybe_unused]] constexpr int " + name + "_ndim = 0;\n";
-      continue;
-    }
-    add_param(ParamKind::InputData, idx, "const " + type + "* " + name);
-    if (use.shape) add_param(ParamKind::InputShape, idx, "const __grid_constant__ jitkernel::Shape " + name + "_shape");
-    if (use.strides) add_param(ParamKind::InputStrides, idx, "const __grid_constant__ jitkernel::Strides " + name + "_strides");
-    if (use.ndim) add_param(ParamKind::InputNdim, idx, "const int " + name + "_ndim");
-  }
-  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
-    dtypes.push_back(call.output_dtypes[i]);
-    add_param(ParamKind::OutputData, static_cast<int>(i),
-              std::string(cuda_type(call.output_dtypes[i])) + "* " + spec.output_names[i]);
-  }
-  std::string templates;
-  for (const auto& t : call.template_args) {
-    if (t.kind == TemplateArg::Kind::DType) dtypes.push_back(t.dtype);
-    templates += template_line(t);
-  }
-
-  codegen::Features features = codegen::detect_features(scan, dtypes);
+  const Signature sig = build_signature(spec, call, scan, k);
+  codegen::Features features = codegen::detect_features(scan, sig.dtypes);
   k.needs_cccl = features.needs_cccl();
+  const std::string head = head_text(spec, features, k);
 
-  // Text before the entry name.
-  std::string head = "// jitkernel cuda_kernel \"" + spec.name +
-                     "\": generated code; user code follows the #line \"header\" and "
-                     "#line \"source\" markers.\n";
-  head += codegen::preamble_text(features);
-  if (!spec.header.empty()) {
-    head += "#line 1 \"header\"\n";
-    k.header_first_line = codegen::line_at(head, head.size());
-    k.header_line_count = codegen::count_lines(spec.header);
-    append_block(head, spec.header);
-    head += "#line " + std::to_string(codegen::line_at(head, head.size()) + 1) + " \"" + k.program_name + "\"\n";
-  }
-  head += "extern \"C\" __global__ void ";
-
-  // Text after it.
-  std::string tail = "(\n" + params + ") {\n" + templates + prologue + "#line 1 \"source\"\n";
+  // Text after the entry name.
+  std::string tail = "(\n" + sig.params + ") {\n" + sig.templates + sig.prologue + "#line 1 \"source\"\n";
   k.body_first_line = codegen::line_at(head + tail, (head + tail).size());  // the entry name adds no line
   k.body_line_count = codegen::count_lines(spec.source);
   append_block(tail, spec.source);

@@ -106,6 +106,81 @@ std::string entry_name_of(const KernelSpec& spec, const CallSignature& call) {
   return name;
 }
 
+// Appends one buffer parameter (recorded in k.params in buffer order) to `params`.
+void add_buffer(GeneratedKernel& k, std::vector<std::string>& params, ParamKind kind, int index,
+                AddressSpace space, Passing passing, const std::string& decl) {
+  const int buffer = static_cast<int>(k.params.size());
+  params.push_back("  " + decl + " [[buffer(" + std::to_string(buffer) + ")]]");
+  k.params.push_back({kind, index, space, passing});
+}
+
+void add_input_buffers(GeneratedKernel& k, std::vector<std::string>& params, const std::string& name,
+                       const InputSignature& in, int idx, const Identifiers& body) {
+  const bool constant = in.small();
+  add_buffer(k, params, ParamKind::InputData, idx, constant ? AddressSpace::Constant : AddressSpace::Device,
+             Passing::Buffer,
+             std::string("const ") + (constant ? "constant " : "device ") + metal_type(in.dtype) +
+                 (in.ndim == 0 ? "& " : "* ") + name);
+  if (in.ndim == 0) return;
+  ShapeUse use = shape_use(body, name);
+  if (use.shape) {
+    add_buffer(k, params, ParamKind::InputShape, idx, AddressSpace::Constant, Passing::Bytes,
+               "const constant int* " + name + "_shape");
+  }
+  if (use.strides) {
+    add_buffer(k, params, ParamKind::InputStrides, idx, AddressSpace::Constant, Passing::Bytes,
+               "const constant int64_t* " + name + "_strides");
+  }
+  if (use.ndim) {
+    add_buffer(k, params, ParamKind::InputNdim, idx, AddressSpace::Constant, Passing::Bytes,
+               "const constant int& " + name + "_ndim");
+  }
+}
+
+// The entry's parameters, one per line: inputs (with the shapes the body uses), outputs, then the Metal
+// attributes the body names.
+std::vector<std::string> metal_params(const KernelSpec& spec, const CallSignature& call, const Identifiers& body,
+                                      GeneratedKernel& k) {
+  std::vector<std::string> params;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    add_input_buffers(k, params, spec.input_names[i], call.inputs[i], static_cast<int>(i), body);
+  }
+  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
+    std::string type = metal_type(call.output_dtypes[i]);
+    if (spec.atomic_outputs) type = "atomic<" + type + ">";
+    add_buffer(k, params, ParamKind::OutputData, static_cast<int>(i), AddressSpace::Device, Passing::Buffer,
+               "device " + type + "* " + spec.output_names[i]);
+  }
+  for (const auto& attr : metal_attributes()) {
+    if (body.count(attr.name)) {
+      params.push_back(std::string("  ") + attr.type + " " + attr.name + " [[" + attr.name + "]]");
+    }
+  }
+  return params;
+}
+
+// "template <...>" before the entry, and its explicit instantiation under the host name after it.
+void append_template_head(std::string& text, const CallSignature& call) {
+  if (call.template_args.empty()) return;
+  text += "template <";
+  for (std::size_t i = 0; i < call.template_args.size(); ++i) {
+    const TemplateArg& t = call.template_args[i];
+    text += (i ? ", " : "") + std::string(template_param_type(t)) + " " + t.name;
+  }
+  text += ">\n";
+}
+
+void append_instantiation(std::string& text, const std::string& entry_name, const CallSignature& call) {
+  if (call.template_args.empty()) return;
+  std::string instance = entry_name + "<";
+  for (std::size_t i = 0; i < call.template_args.size(); ++i) {
+    instance += (i ? ", " : "") + template_value(call.template_args[i]);
+  }
+  instance += ">";
+  text += "\ntemplate [[host_name(\"" + entry_name + "\")]] [[kernel]] decltype(" + instance + ") " + instance +
+          ";\n";
+}
+
 }  // namespace
 
 GeneratedKernel generate_metal_kernel(const KernelSpec& spec, const CallSignature& call) {
@@ -130,59 +205,9 @@ GeneratedKernel generate_metal_kernel(const KernelSpec& spec, const CallSignatur
   std::string& text = k.display_source;
   text.reserve(spec.header.size() + spec.source.size() + 1024);
   text += spec.header;
-  if (!call.template_args.empty()) {
-    text += "template <";
-    for (std::size_t i = 0; i < call.template_args.size(); ++i) {
-      const TemplateArg& t = call.template_args[i];
-      text += (i ? ", " : "") + std::string(template_param_type(t)) + " " + t.name;
-    }
-    text += ">\n";
-  }
+  append_template_head(text, call);
   text += "[[kernel]] void " + k.entry_name + "(\n";
-
-  // Parameters, one per line, each recorded in `bindings` in buffer order.
-  std::vector<std::string> params;
-  auto add_buffer = [&](ParamKind kind, int index, AddressSpace space, Passing passing,
-                        const std::string& decl) {
-    const int buffer = static_cast<int>(k.params.size());
-    params.push_back("  " + decl + " [[buffer(" + std::to_string(buffer) + ")]]");
-    k.params.push_back({kind, index, space, passing});
-  };
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    const InputSignature& in = call.inputs[i];
-    const std::string& name = spec.input_names[i];
-    const int idx = static_cast<int>(i);
-    const bool constant = in.small();
-    add_buffer(ParamKind::InputData, idx, constant ? AddressSpace::Constant : AddressSpace::Device,
-               Passing::Buffer,
-               std::string("const ") + (constant ? "constant " : "device ") + metal_type(in.dtype) +
-                   (in.ndim == 0 ? "& " : "* ") + name);
-    if (in.ndim == 0) continue;
-    ShapeUse use = shape_use(body, name);
-    if (use.shape) {
-      add_buffer(ParamKind::InputShape, idx, AddressSpace::Constant, Passing::Bytes,
-                 "const constant int* " + name + "_shape");
-    }
-    if (use.strides) {
-      add_buffer(ParamKind::InputStrides, idx, AddressSpace::Constant, Passing::Bytes,
-                 "const constant int64_t* " + name + "_strides");
-    }
-    if (use.ndim) {
-      add_buffer(ParamKind::InputNdim, idx, AddressSpace::Constant, Passing::Bytes,
-                 "const constant int& " + name + "_ndim");
-    }
-  }
-  for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
-    std::string type = metal_type(call.output_dtypes[i]);
-    if (spec.atomic_outputs) type = "atomic<" + type + ">";
-    add_buffer(ParamKind::OutputData, static_cast<int>(i), AddressSpace::Device, Passing::Buffer,
-               "device " + type + "* " + spec.output_names[i]);
-  }
-  for (const auto& attr : metal_attributes()) {
-    if (body.count(attr.name)) {
-      params.push_back(std::string("  ") + attr.type + " " + attr.name + " [[" + attr.name + "]]");
-    }
-  }
+  const std::vector<std::string> params = metal_params(spec, call, body, k);
   for (std::size_t i = 0; i < params.size(); ++i) {
     text += params[i];
     text += i + 1 < params.size() ? ",\n" : ") {\n";
@@ -191,15 +216,7 @@ GeneratedKernel generate_metal_kernel(const KernelSpec& spec, const CallSignatur
   const std::size_t body_offset = text.size();
   text += spec.source;
   text += "\n}\n";
-  if (!call.template_args.empty()) {
-    std::string instance = k.entry_name + "<";
-    for (std::size_t i = 0; i < call.template_args.size(); ++i) {
-      instance += (i ? ", " : "") + template_value(call.template_args[i]);
-    }
-    instance += ">";
-    text += "\ntemplate [[host_name(\"" + k.entry_name + "\")]] [[kernel]] decltype(" + instance +
-            ") " + instance + ";\n";
-  }
+  append_instantiation(text, k.entry_name, call);
 
   const std::string_view utils = metal_utils_preamble();
   k.source.reserve(utils.size() + text.size());
