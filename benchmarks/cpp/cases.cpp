@@ -272,14 +272,14 @@ struct Module {
 // Device buffers and kernels shared by the launch cases (kept alive by the lambdas).
 struct GpuState {
   static constexpr std::int64_t kElements = 1;
-  jk::cuda::OwnedArray a, b, c;
+  jk::OwnedArray a, b, c;
   std::unique_ptr<jk::Kernel> kernel;
   jk::KernelCall call_provided, call_alloc;
   Module module;
   jk::cuda::CUfunction raw = nullptr;
 };
 
-void expect_sum(const jk::cuda::OwnedArray& c, float expected, const char* what) {
+void expect_sum(const jk::OwnedArray& c, float expected, const char* what) {
   std::vector<float> host(static_cast<std::size_t>(c.view.size()), -1.0f);
   jk::cuda::download(c.view, host.data(), nullptr);
   for (float v : host)
@@ -376,7 +376,7 @@ extern "C" __global__ void raw_exp(const float* inp, float* out, long long n) {
 
 struct ExpFloor {
   static constexpr long long kElements = 4096;
-  jk::cuda::OwnedArray x, y;
+  jk::OwnedArray x, y;
   Module module;
   jk::cuda::CUfunction function = nullptr;
 

@@ -11,7 +11,7 @@
 namespace jk::py {
 
 struct PyArray {
-  cuda::OwnedArray array;
+  OwnedArray array;
   std::uintptr_t stream = 0;  // CUstream whose work produced the contents (0: legacy default)
 };
 

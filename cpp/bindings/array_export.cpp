@@ -45,7 +45,7 @@ nb::handle torch_capsule_converter() {
 
 }  // namespace
 
-nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call) {
+nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call) {
   if (call.provided_outputs.is_valid()) {  // the caller's arrays, in a new list
     PyObject* seq = call.provided_outputs.ptr();
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);

@@ -14,7 +14,7 @@ namespace jk::py {
 namespace {
 
 // The ArrayView alternative of a reused input slot (keeping its capacity).
-ArrayView& array_slot(cuda::KernelInput& slot) {
+ArrayView& array_slot(KernelInput& slot) {
   if (!std::holds_alternative<ArrayView>(slot)) slot.emplace<ArrayView>();
   return std::get<ArrayView>(slot);
 }
@@ -30,11 +30,11 @@ static std::size_t checked_input_count(nb::handle inputs, const std::vector<std:
   return n;
 }
 
-std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
+std::vector<KernelInput> describe_inputs(nb::handle inputs,
                                                const std::vector<std::string>* names,
                                                bool widen_int_scalars) {
   checked_input_count(inputs, names);
-  std::vector<cuda::KernelInput> out;
+  std::vector<KernelInput> out;
   Borrowed borrowed;
   for_each_item(inputs, "inputs", [&](std::size_t i, nb::handle item) {
     ItemRef where{"input", i, names};
@@ -75,7 +75,7 @@ namespace {
 // Output shapes and dtypes (either may be omitted when outputs= gives them);
 // returns how many outputs the call has.
 std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std::size_t n_provided,
-                                  cuda::CallArguments& args) {
+                                  KernelCall& args) {
   const auto* out_names = in.output_names;
   const bool have_shapes = in.output_shapes.is_valid() && !in.output_shapes.is_none();
   const bool have_dtypes = in.output_dtypes.is_valid() && !in.output_dtypes.is_none();
@@ -115,7 +115,7 @@ std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std:
 
 // Inputs: scalars and host arrays now, device arrays into `out.pending`;
 // returns the framework of the first device array and sets its device.
-Framework convert_inputs(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out,
+Framework convert_inputs(const CallInputs& in, KernelCall& args, ConvertedCall& out,
                          int* framework_device) {
   const std::size_t n_inputs = checked_input_count(in.inputs, in.input_names);
   args.inputs.resize(n_inputs);
@@ -146,7 +146,7 @@ Framework convert_inputs(const CallInputs& in, cuda::CallArguments& args, Conver
 // The launch stream: stream=, else the current stream of the inputs'
 // framework (torch through its exchange API when it offers one), else 0.
 void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_stream,
-                   int framework_device, cuda::CallArguments& args, ConvertedCall& out) {
+                   int framework_device, KernelCall& args, ConvertedCall& out) {
   const Framework framework = out.framework;
   nb::object stream_owner;  // a stream object that outputs allocated on it must keep alive
   if (explicit_stream) {
@@ -175,7 +175,7 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
 
 // Caller-provided outputs: device arrays only, writable.
 void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool torch_direct,
-                              cuda::CallArguments& args, ConvertedCall& out) {
+                              KernelCall& args, ConvertedCall& out) {
   const auto* out_names = in.output_names;
   args.provided_outputs.resize(n_provided);
   for_each_item(in.outputs, "outputs", [&](std::size_t j, nb::handle item) {
@@ -213,7 +213,7 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
 
 }  // namespace
 
-void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out) {
+void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   out.release();
   // outputs= (imported once the stream is known).
   const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();

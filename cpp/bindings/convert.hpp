@@ -1,7 +1,7 @@
 // Argument conversion shared by every kernel factory binding (cuda_kernel in
 // cuda_kernel.cpp, precompiled_cuda_kernel in precompiled_kernel.cpp): Python inputs,
 // outputs=, stream, output shapes/dtypes, grid/threadgroup and init_value ->
-// jk::cuda::CallArguments, and the launch's results back to Python in the
+// jk::KernelCall, and the launch's results back to Python in the
 // inputs' framework. Factories call convert_call(), launch, then
 // wrap_outputs(); `scalars=`-style arguments use scalar_value(). Do not
 // re-implement any of this in another binding file.
@@ -79,7 +79,7 @@ struct PendingArray {
 
 // What convert_call learned that the launch itself does not need. Keep it
 // alive until the launch has been enqueued, then pass it to wrap_outputs.
-// Both it and the CallArguments may be reused for the next call (release()
+// Both it and the KernelCall may be reused for the next call (release()
 // in between): convert_call then writes into the existing vectors, so a
 // steady stream of calls allocates nothing for its arguments.
 struct ConvertedCall {
@@ -113,10 +113,10 @@ struct ConvertedCall {
 // (jk::ArgumentError / ArgumentTypeError naming the argument) before any CUDA
 // work; the CUDA work it does do is the framework's stream lookup, producers'
 // DLPack exports and ordering jk.Array inputs after their producing stream.
-void convert_call(const CallInputs& in, cuda::CallArguments& args, ConvertedCall& out);
+void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out);
 
 // The results of a launch as the call's return value (a list).
-nb::list wrap_outputs(std::vector<cuda::OwnedArray>&& results, const ConvertedCall& call);
+nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call);
 
 // An array in CPU memory (NumPy / ml_dtypes arrays, host DLPack arrays such
 // as PyTorch CPU tensors) as a host view, for backends that read host memory
@@ -128,7 +128,7 @@ ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& 
 
 // Signature-only conversion (dtypes, ndims, scalar or not) for source() /
 // compile(): no CUDA, no data access, no DLPack export of device arrays.
-std::vector<cuda::KernelInput> describe_inputs(nb::handle inputs,
+std::vector<KernelInput> describe_inputs(nb::handle inputs,
                                                const std::vector<std::string>* names,
                                                bool widen_int_scalars);
 std::vector<DType> output_dtypes_arg(nb::handle output_dtypes, const std::vector<std::string>* names);

@@ -138,7 +138,7 @@ ImportedTensor import_capsule(nb::handle capsule, DLPackImport& owner, const cha
 namespace {
 
 // The context of an export and the DLTensor describing `array`.
-std::unique_ptr<ExportContext> export_context(const cuda::OwnedArray& array, dlpack::Tensor& tensor) {
+std::unique_ptr<ExportContext> export_context(const OwnedArray& array, dlpack::Tensor& tensor) {
   auto ctx = std::make_unique<ExportContext>();
   ctx->buffer = array.buffer;
   ctx->shape = array.view.shape;
@@ -165,7 +165,7 @@ void fill_versioned(ExportContext& ctx, const dlpack::Tensor& tensor) {
 
 }  // namespace
 
-nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
+nb::object export_capsule(const OwnedArray& array, bool versioned) {
   dlpack::Tensor tensor;
   auto ctx = export_context(array, tensor);
   PyObject* capsule;
@@ -183,7 +183,7 @@ nb::object export_capsule(const cuda::OwnedArray& array, bool versioned) {
   return nb::steal(capsule);
 }
 
-dlpack::ManagedTensorVersioned* export_managed(const cuda::OwnedArray& array) {
+dlpack::ManagedTensorVersioned* export_managed(const OwnedArray& array) {
   dlpack::Tensor tensor;
   auto ctx = export_context(array, tensor);
   fill_versioned(*ctx, tensor);

@@ -135,11 +135,11 @@ bool view_from_dltensor(const dlpack::Tensor& t, ArrayView& view);
 // An owning versioned DLPack tensor exporting `array` (a device array
 // jitkernel owns): its deleter releases the buffer. For an exchange API's
 // managed_tensor_to_py_object_no_sync, which takes ownership.
-dlpack::ManagedTensorVersioned* export_managed(const cuda::OwnedArray& array);
+dlpack::ManagedTensorVersioned* export_managed(const OwnedArray& array);
 
 // A new capsule ("dltensor", or "dltensor_versioned" when `versioned`) that
 // exports `array` (a device array jitkernel owns). The capsule's manager
 // holds a reference to the buffer until the consumer's deleter runs.
-nb::object export_capsule(const cuda::OwnedArray& array, bool versioned);
+nb::object export_capsule(const OwnedArray& array, bool versioned);
 
 }  // namespace jk::py

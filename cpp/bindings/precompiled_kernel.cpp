@@ -86,7 +86,7 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
   }
   pc.args.launch.shared_memory = shared_memory;
 
-  std::vector<cuda::OwnedArray> results = cuda::precompiled_cuda_kernel(pc);
+  std::vector<OwnedArray> results = cuda::precompiled_cuda_kernel(pc);
   return wrap_outputs(std::move(results), conv);
   // `conv` goes here: consumed DLPack tensors are released after the launch.
 }

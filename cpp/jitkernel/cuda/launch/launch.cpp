@@ -61,7 +61,7 @@ void check_stream_device(CUstream stream, int device) {
 }
 
 // Inputs decide; then caller-provided outputs; then the stream; else device 0.
-int device_of(const CallArguments& args, CUstream stream) {
+int device_of(const KernelCall& args, CUstream stream) {
   int device = kHostDevice;
   std::size_t first = 0;
   for (std::size_t i = 0; i < args.inputs.size(); ++i) {
@@ -148,11 +148,11 @@ void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, 
 
 }  // namespace
 
-int resolve_device(const CallArguments& args) {
+int resolve_device(const KernelCall& args) {
   return device_of(args, reinterpret_cast<CUstream>(args.launch.stream));
 }
 
-PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
+PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
                           bool ensure_row_contiguous, int device) {
   CUstream stream = reinterpret_cast<CUstream>(launch.stream);
   PreparedCall prepared;

@@ -19,11 +19,6 @@
 
 namespace jk::cuda {
 
-// The engine's call types (engine/kernel_call.hpp), as this backend names them.
-using KernelInput = jk::KernelInput;
-using LaunchConfig = jk::LaunchConfig;
-using CallArguments = jk::KernelCall;
-
 // Block/grid sizes from a thread-count grid: block = min(threadgroup, grid),
 // blocks = ceil(grid / block).
 struct LaunchGeometry {
@@ -57,7 +52,7 @@ struct PreparedCall {
   }
 
  private:
-  friend PreparedCall prepare_call(const CallArguments&, const LaunchConfig&, bool, int);
+  friend PreparedCall prepare_call(const KernelCall&, const LaunchConfig&, bool, int);
   const std::vector<KernelInput>* inputs_ = nullptr;
   const std::vector<ArrayView>* provided_ = nullptr;  // outputs=, when given
   std::vector<int> replaced_;  // per input: index into temporaries or -1; empty when none
@@ -66,14 +61,14 @@ struct PreparedCall {
 // The device a call runs on (for a call engine/validate_call.hpp accepted):
 // that of the device inputs, else of outputs=, else of the stream, else 0.
 // ArgumentError for inputs (or outputs=) on different devices.
-int resolve_device(const CallArguments& args);
+int resolve_device(const KernelCall& args);
 
 // For a call validate_call accepted (`device` is what it returned): checks
 // the launch geometry against the device's limits, then uploads/copies
 // inputs, allocates or checks outputs, fills init_value. `launch` and
 // `ensure_row_contiguous` stand in for args.launch / args.ensure_row_contiguous
 // (cuda_kernel takes them partly from its spec).
-PreparedCall prepare_call(const CallArguments& args, const LaunchConfig& launch,
+PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
                           bool ensure_row_contiguous, int device);
 
 // The launch geometry of `config` on `device`. Throws ArgumentError("grid"/

@@ -266,8 +266,8 @@ ParsedCacheInfo parsed_cache_info() { return parsed_cache().info(); }
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   // Scalar inputs travel as pointers to 0-d device arrays, like MLX's arrays:
   // hand them to prepare_call as host arrays (uploaded on the stream).
-  const CallArguments* args = &call.args;
-  CallArguments with_uploads;
+  const KernelCall* args = &call.args;
+  KernelCall with_uploads;
   std::vector<Scalar> scalar_inputs;
   for (std::size_t i = 0; i < call.args.inputs.size(); ++i) {
     const Scalar* s = std::get_if<Scalar>(&call.args.inputs[i]);

@@ -18,7 +18,7 @@ struct PrecompiledCall {
   // SHA-256 of compiled_source when the caller knows it (else computed): the
   // key of every per-binary cache.
   std::optional<cache::Digest> content_digest;
-  CallArguments args;
+  KernelCall args;
   std::vector<Scalar> scalars;  // passed after input and output pointers
 };
 

@@ -42,9 +42,6 @@ class DeviceBuffer : public Buffer {
   std::shared_ptr<void> keepalive_;  // released after the destructor's free
 };
 
-// Arrays backed by a DeviceBuffer (outputs, uploads, contiguous copies).
-using OwnedArray = jk::OwnedArray;
-
 // Allocates a row-contiguous array on `device`, ordered on `stream`.
 // `stream_owner` (may be empty) is kept alive until after the free
 // (DeviceBuffer::keep_alive).
