@@ -21,7 +21,7 @@ GeneratedKernel Kernel::generate(const CallSignature& signature) const {
   return backend_.generate(spec_, signature);
 }
 
-std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
+LaunchPlan& Kernel::plan_for(const KernelCall& call) {
   thread_local std::string key;
   plan_key(key, call, backend_.size_changes_code());
   LaunchPlan* plan = plans_->find(key);
@@ -29,6 +29,22 @@ std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
     // Codegen validates the signature (counts, dtypes, template args) before any GPU work.
     plan = plans_->add(key, generate(signature_of(call.inputs, call.output_dtypes, call.template_args)));
   }
+  return *plan;
+}
+
+CompiledKernel Kernel::compiled_on(LaunchPlan& plan, int device) {
+  CompiledKernel compiled{plan.compiled_on(device)};
+  if (compiled.handle == nullptr) {
+    compiled = backend_.compile_or_load(spec_, plan.kernel, device);
+    plan.remember(device, compiled);
+  }
+  return compiled;
+}
+
+void Kernel::load(const KernelCall& call, int device) { compiled_on(plan_for(call), device); }
+
+std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
+  LaunchPlan& plan = plan_for(call);
   const LaunchConfig& given = call.launch;
   LaunchConfig spec_memory;  // the launch with the spec's shared_memory (only built when it differs)
   const LaunchConfig* launch = &given;
@@ -40,12 +56,8 @@ std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
   const int device = validate_call(backend_, call, *launch);
   // Compile and load before the launch, so that a CompileError leaves nothing
   // enqueued (outputs= untouched by init_value).
-  CompiledKernel compiled{plan->compiled_on(device)};
-  if (compiled.handle == nullptr) {
-    compiled = backend_.compile_or_load(spec_, plan->kernel, device);
-    plan->remember(device, compiled);
-  }
-  return backend_.launch(spec_, plan->kernel, compiled, call, *launch, device);
+  const CompiledKernel compiled = compiled_on(plan, device);
+  return backend_.launch(spec_, plan.kernel, compiled, call, *launch, device);
 }
 
 }  // namespace jk

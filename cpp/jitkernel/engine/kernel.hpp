@@ -31,7 +31,16 @@ class Kernel {
   // output_names order; empty when call.provided_outputs gave them.
   std::vector<OwnedArray> operator()(const KernelCall& call);
 
+  // Generates, compiles and loads the plan of `call` on `device` without
+  // launching (the call's data pointers are not read), so that later calls
+  // of that signature on that device are plan-cache hits: what a front does
+  // before its launches may be captured in a CUDA graph (XLA's handler).
+  void load(const KernelCall& call, int device);
+
  private:
+  LaunchPlan& plan_for(const KernelCall& call);
+  CompiledKernel compiled_on(LaunchPlan& plan, int device);
+
   const KernelSpec spec_;
   const Backend& backend_;
   std::unique_ptr<PlanCache> plans_;

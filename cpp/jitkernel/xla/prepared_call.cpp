@@ -1,0 +1,210 @@
+// Prepared XLA call sites (prepared_call.hpp): the registry, the checks of
+// XLA's buffers against the call's description, and the launch. A launch
+// copies nothing it does not have to: each thread keeps its own KernelCall
+// per call site and only writes the buffers' data pointers, the device and
+// the stream into it before handing it to the engine.
+#include "jitkernel/xla/prepared_call.hpp"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/text.hpp"
+#include "jitkernel/engine/backend.hpp"
+
+namespace jk::xla {
+namespace {
+
+// XLA's element type -> jitkernel's (nullopt for types jitkernel has no dtype for).
+std::optional<DType> dtype_of(int xla_dtype) {
+  switch (xla_dtype) {
+    case abi::kPred: return DType::Bool;
+    case abi::kS8: return DType::Int8;
+    case abi::kS16: return DType::Int16;
+    case abi::kS32: return DType::Int32;
+    case abi::kS64: return DType::Int64;
+    case abi::kU8: return DType::UInt8;
+    case abi::kU16: return DType::UInt16;
+    case abi::kU32: return DType::UInt32;
+    case abi::kU64: return DType::UInt64;
+    case abi::kF16: return DType::Float16;
+    case abi::kBF16: return DType::BFloat16;
+    case abi::kF32: return DType::Float32;
+    case abi::kF64: return DType::Float64;
+    case abi::kC64: return DType::Complex64;
+    default: return std::nullopt;
+  }
+}
+
+ArrayView view_of(DType dtype, const std::vector<std::int64_t>& shape) {
+  ArrayView v;
+  v.dtype = dtype;
+  v.device = 0;
+  v.shape = shape;
+  v.strides = row_major_strides(shape);
+  return v;
+}
+
+// One XLA buffer against what the description says it is.
+void check_buffer(const void* raw, int type, DType dtype, const std::vector<std::int64_t>& shape,
+                  const std::string& what) {
+  if (type != abi::kArgBuffer || raw == nullptr) throw ArgumentError("jk_call", what + " is not a buffer");
+  const auto* b = static_cast<const abi::Buffer*>(raw);
+  if (b->struct_size < abi::kBufferSize) {
+    throw ArgumentError("jk_call", what + ": XLA's buffer struct is smaller than the FFI layout jitkernel knows");
+  }
+  std::optional<DType> got = dtype_of(b->dtype);
+  std::vector<std::int64_t> dims;
+  if (b->rank >= 0 && b->rank <= 64 && (b->rank == 0 || b->dims != nullptr)) dims.assign(b->dims, b->dims + b->rank);
+  if (!got || *got != dtype || b->rank != static_cast<std::int64_t>(shape.size()) || dims != shape) {
+    throw ArgumentError("jk_call", what + " is " + (got ? dtype_name(*got) : "an unsupported XLA type") + " " +
+                                       shape_text(dims) + " but the kernel call was traced with " +
+                                       dtype_name(dtype) + " " + shape_text(shape));
+  }
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, std::unique_ptr<PreparedCall>> calls;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: XLA may call handlers during exit
+  return *r;
+}
+
+}  // namespace
+
+PreparedCall::PreparedCall(std::string text, CallDescription description)
+    : text_(std::move(text)), description_(std::move(description)) {
+  const CallDescription& d = description_;
+  kernel_ = std::make_unique<Kernel>(d.spec, cuda_backend());
+  for (const InputDescription& in : d.inputs) {
+    if (in.is_scalar) {
+      template_.inputs.emplace_back(in.scalar);
+    } else {
+      template_.inputs.emplace_back(view_of(in.dtype, in.shape));
+    }
+  }
+  template_.output_shapes = d.output_shapes;
+  template_.output_dtypes = d.output_dtypes;
+  if (d.output_shapes.size() != d.output_dtypes.size()) throw ArgumentError("jk_call", "output count mismatch");
+  for (std::size_t i = 0; i < d.output_dtypes.size(); ++i) {
+    template_.provided_outputs.push_back(view_of(d.output_dtypes[i], d.output_shapes[i]));
+  }
+  template_.init_value = d.init_value;
+  template_.template_args = d.template_args;
+  template_.launch.grid = d.grid;
+  template_.launch.threadgroup = d.threadgroup;
+  template_.launch.shared_memory = d.spec.shared_memory;
+  template_.ensure_row_contiguous = d.spec.ensure_row_contiguous;
+  // Codegen checks the signature (names vs counts, template arguments) now,
+  // where the error reaches the user while tracing.
+  kernel_->generate(signature_of(template_.inputs, template_.output_dtypes, template_.template_args));
+}
+
+void PreparedCall::check_frame(const abi::CallFrame& frame) const {
+  const CallDescription& d = description_;
+  const std::size_t n_arrays = d.array_input_count();
+  const std::size_t n_args = n_arrays + static_cast<std::size_t>(d.extra_operands);
+  if (frame.args.struct_size < abi::kArgsSize || frame.rets.struct_size < abi::kRetsSize) {
+    throw ArgumentError("jk_call", "XLA's argument structs are smaller than the FFI layout jitkernel knows");
+  }
+  if (frame.args.size != static_cast<std::int64_t>(n_args) ||
+      frame.rets.size != static_cast<std::int64_t>(d.output_dtypes.size())) {
+    throw ArgumentError("jk_call", "XLA passed " + std::to_string(frame.args.size) + " operands and " +
+                                       std::to_string(frame.rets.size) + " results; the kernel call has " +
+                                       std::to_string(n_args) + " and " + std::to_string(d.output_dtypes.size()));
+  }
+  std::size_t a = 0;
+  for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+    if (d.inputs[i].is_scalar) continue;
+    check_buffer(frame.args.args[a], frame.args.types[a], d.inputs[i].dtype, d.inputs[i].shape,
+                 item_text("inputs", i));
+    ++a;
+  }
+  for (std::size_t j = 0; j < d.output_dtypes.size(); ++j) {
+    check_buffer(frame.rets.rets[j], frame.rets.types[j], d.output_dtypes[j], d.output_shapes[j],
+                 item_text("outputs", j));
+  }
+}
+
+bool PreparedCall::ready(int device) const {
+  return device >= 0 && device < kPlanDevices && ready_[device].load(std::memory_order_acquire);
+}
+
+void PreparedCall::make_ready(const abi::CallFrame& frame, int device) {
+  if (ready(device)) return;
+  check_frame(frame);
+  kernel_->load(template_, device);
+  if (device >= 0 && device < kPlanDevices) ready_[device].store(true, std::memory_order_release);
+}
+
+void PreparedCall::launch(const abi::CallFrame& frame, int device, std::uintptr_t stream) {
+  const CallDescription& d = description_;
+  // make_ready checked the layout once; these bounds keep a changed frame from being read past its end.
+  if (frame.args.size < static_cast<std::int64_t>(d.array_input_count()) ||
+      frame.rets.size != static_cast<std::int64_t>(template_.provided_outputs.size())) {
+    throw ArgumentError("jk_call", "XLA's operand or result count changed after the call was prepared");
+  }
+  thread_local std::unordered_map<const PreparedCall*, KernelCall> calls;
+  auto found = calls.find(this);
+  if (found == calls.end()) found = calls.emplace(this, template_).first;
+  KernelCall& call = found->second;
+  std::int64_t a = 0;
+  for (KernelInput& input : call.inputs) {
+    if (auto* view = std::get_if<ArrayView>(&input)) {
+      view->data = static_cast<const abi::Buffer*>(frame.args.args[a++])->data;
+      view->device = device;
+    }
+  }
+  for (std::size_t j = 0; j < call.provided_outputs.size(); ++j) {
+    call.provided_outputs[j].data = static_cast<const abi::Buffer*>(frame.rets.rets[j])->data;
+    call.provided_outputs[j].device = device;
+  }
+  call.launch.stream = stream;
+  (*kernel_)(call);
+}
+
+PreparedCall& prepare_call(std::string_view text, std::uint64_t key) {
+  if (call_key(text) != key) {
+    throw ArgumentError("jk_key", "does not match the jk_call attribute (the custom call's attributes were "
+                                  "changed after jitkernel wrote them)");
+  }
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.calls.find(key);
+    if (it != r.calls.end()) {
+      if (it->second->text() != text) {
+        throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
+      }
+      return *it->second;
+    }
+  }
+  // Parsing and codegen run unlocked; the first insert of a key wins.
+  auto made = std::make_unique<PreparedCall>(std::string(text), parse(text));
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto [it, inserted] = r.calls.try_emplace(key, std::move(made));
+  if (!inserted && it->second->text() != text) {
+    throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
+  }
+  return *it->second;
+}
+
+PreparedCall* find_call(std::uint64_t key) {
+  thread_local std::uint64_t last_key = 0;
+  thread_local PreparedCall* last = nullptr;
+  if (last != nullptr && last_key == key) return last;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.calls.find(key);
+  if (it == r.calls.end()) return nullptr;
+  last_key = key;
+  last = it->second.get();
+  return last;
+}
+
+}  // namespace jk::xla

@@ -1,0 +1,61 @@
+// A kernel call site of an XLA program, ready to launch: the engine's Kernel
+// rebuilt from the call's attribute text, the KernelCall every launch starts
+// from (shapes, dtypes, scalars, template arguments, geometry; data pointers
+// filled per launch from XLA's buffers) and the devices it is loaded on.
+// Prepared calls live in a process-wide registry keyed by their attribute
+// key, made at lowering time (Python), or by XLA's instantiate stage in a
+// process that loaded the program from a cache; they live for the process,
+// like the engine's plan caches.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "jitkernel/engine/kernel.hpp"
+#include "jitkernel/engine/launch_plan.hpp"
+#include "jitkernel/xla/call_description.hpp"
+#include "jitkernel/xla/ffi_abi.hpp"
+
+namespace jk::xla {
+
+class PreparedCall {
+ public:
+  // Validates the spec and generates the source (typed errors, no GPU).
+  PreparedCall(std::string text, CallDescription description);
+
+  const std::string& text() const { return text_; }
+  const CallDescription& description() const { return description_; }
+
+  // Compiles and loads the kernel on `device` (lowering time: no buffers yet).
+  void load(int device) { kernel_->load(template_, device); }
+
+  // Checks XLA's buffers against the description (counts, dtypes, shapes),
+  // then compiles and loads the kernel on `device`, once per device. Never
+  // launches. After it, launches on `device` compile and load nothing.
+  void make_ready(const abi::CallFrame& frame, int device);
+  bool ready(int device) const;
+
+  // Launches on XLA's buffers and stream (the call was made ready on `device`).
+  void launch(const abi::CallFrame& frame, int device, std::uintptr_t stream);
+
+ private:
+  void check_frame(const abi::CallFrame& frame) const;
+
+  const std::string text_;
+  const CallDescription description_;
+  std::unique_ptr<Kernel> kernel_;
+  KernelCall template_;
+  std::atomic<bool> ready_[kPlanDevices] = {};
+};
+
+// The prepared call of an attribute text, made (and registered) on first
+// use. ArgumentError("jk_key") when `key` is not the text's key.
+PreparedCall& prepare_call(std::string_view text, std::uint64_t key);
+
+// The registered call with that key, or null.
+PreparedCall* find_call(std::uint64_t key);
+
+}  // namespace jk::xla

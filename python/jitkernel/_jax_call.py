@@ -1,0 +1,253 @@
+"""A kernel call on JAX tracers: an XLA FFI custom call whose handler lives in jitkernel's C++ core.
+
+``call(kernel, traced)`` puts the call into the JAX program being traced (``jax.jit``, ``shard_map``, ``vmap``,
+``jax.grad``) as ``jax.ffi.ffi_call`` of one target registered for CUDA (cpp/jitkernel/xla/ffi_handler.hpp).
+Everything the handler needs to rebuild the kernel in another process (a program served from JAX's persistent
+compilation cache) travels in the custom call's attributes: ``jk_call`` (the kernel spec, the inputs' dtypes and
+shapes, scalar values, template arguments, geometry, init_value; cpp/jitkernel/xla/call_description.hpp) and
+``jk_key``, its 64-bit key. While tracing, the kernel is generated, compiled and loaded on the local GPUs, so
+codegen and compile errors are raised here with jitkernel's types and XLA's stages only look it up.
+
+- Array inputs are the custom call's operands; Python/NumPy scalars are static (part of the attributes).
+- ``outputs=``: an output given as an array that is also an input aliases that input (``input_output_aliases``);
+  one that is not an input is passed as an extra operand aliased to that output. The call returns new arrays
+  (JAX is functional); under ``jax.jit(..., donate_argnums=...)`` XLA writes into the donated buffer.
+- ``vmap``: ``vmap_method="sequential"``: the kernel runs once per batch element (a loop in the program).
+- Gradients: ``kernel.vjp(fn)`` (the ``_vjp`` slot) wraps the call in ``jax.custom_vjp``;
+  ``fn(primals, outputs, cotangents)`` returns one cotangent per input (None for scalars or zero).
+- Lowering for a platform other than CUDA raises ArgumentError naming the platform.
+
+jax is imported only when a call is traced; ``register()`` is idempotent.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _core
+from ._errors import ArgumentError
+
+TARGET = "jitkernel_cuda_kernel"
+
+_lock = threading.Lock()
+_registered = False
+_guard = None  # the platform-check primitive, made on first use
+
+
+def register() -> None:
+    """Registers the FFI target with JAX for the CUDA platform (once per process)."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        import jax
+
+        jax.ffi.register_ffi_target(TARGET, _core.xla_handlers(), platform="CUDA", api_version=1)
+        _registered = True
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
+@dataclass
+class _Plan:
+    operands: list        # array inputs, then outputs= arrays that are not inputs
+    array_positions: list  # index in `inputs` of each array input
+    aliases: dict         # operand index -> output index
+    result_avals: list
+    text: str
+    key: int
+
+
+def _output_meta(call):
+    """(shapes, jk dtypes) of the outputs: as given, else from the outputs= arrays."""
+    from ._dtypes import dtype as jk_dtype
+
+    shapes, dtypes = call.output_shapes, call.output_dtypes
+    if not shapes and call.outputs is not None:
+        shapes = [tuple(o.shape) for o in call.outputs]
+    if not dtypes and call.outputs is not None:
+        dtypes = [o.dtype for o in call.outputs]
+    if shapes is None or dtypes is None:
+        raise ArgumentError("output_shapes", "required unless outputs= gives the arrays")
+    return [tuple(int(d) for d in s) for s in shapes], [jk_dtype(d) for d in dtypes]
+
+
+def _aliases(call, arrays: list):
+    """Operand -> output aliases for outputs=, and the outputs= arrays that are not inputs."""
+    aliases: dict = {}
+    extra: list = []
+    for j, out in enumerate(call.outputs or ()):
+        index = next((k for k, a in enumerate(arrays) if a is out), None)
+        if index is None:
+            index = len(arrays) + len(extra)
+            extra.append(out)
+        if index in aliases:
+            raise ArgumentError("outputs", f"outputs[{j}] is the same array as outputs[{aliases[index]}]; each "
+                                           "output needs its own buffer")
+        aliases[index] = j
+    return aliases, extra
+
+
+def _local_cuda_devices() -> list:
+    """CUDA ordinals of the GPUs this JAX process uses (empty without any)."""
+    import jax
+
+    if not _core.cuda_available():
+        return []
+    try:
+        devices = jax.local_devices(backend="gpu")
+    except RuntimeError:
+        return []
+    return [d.local_hardware_id if d.local_hardware_id is not None else d.id for d in devices]
+
+
+def _plan(kernel, call) -> _Plan:
+    import jax
+    import jax.numpy as jnp
+
+    arrays, positions, described = [], [], []
+    for i, x in enumerate(call.inputs):
+        if _is_scalar(x):
+            described.append(("s", x))
+        else:
+            positions.append(i)
+            arrays.append(x)
+            described.append(("a", x.dtype, tuple(x.shape)))
+    shapes, dtypes = _output_meta(call)
+    aliases, extra = _aliases(call, arrays)
+    text, key = _core.xla_encode(
+        kernel.name, list(call.input_names), list(call.output_names), kernel.source_text, kernel.header,
+        kernel.ensure_row_contiguous, kernel.shared_memory, described, shapes, dtypes, call.template,
+        call.grid, call.threadgroup, call.init_value, len(extra))
+    _core.xla_prepare(text, key, _local_cuda_devices())
+    if call.verbose:
+        _print_source(kernel, call, described, dtypes)
+    avals = [jax.ShapeDtypeStruct(s, jnp.dtype(d.name)) for s, d in zip(shapes, dtypes)]
+    return _Plan(arrays + extra, positions, aliases, avals, text.decode("utf-8"), key)
+
+
+def _print_source(kernel, call, described, dtypes) -> None:
+    """verbose=True: the generated source, from zero-stride stand-ins of the traced shapes (no memory)."""
+    stand_ins = []
+    for item in described:
+        if item[0] == "s":
+            stand_ins.append(item[1])
+        else:
+            zero = np.zeros((), dtype=item[1])
+            stand_ins.append(np.lib.stride_tricks.as_strided(zero, item[2], [0] * len(item[2])))
+    impl = kernel._impl if kernel._impl is not None else kernel._new_engine(tuple(call.input_names),
+                                                                            tuple(call.output_names))
+    print(impl._source(stand_ins, dtypes, call.template))
+
+
+def _guard_primitive():
+    """An identity primitive whose lowering refuses every platform but CUDA, naming it."""
+    global _guard
+    if _guard is not None:
+        return _guard
+    from jax.extend.core import Primitive
+    from jax.interpreters import batching, mlir
+
+    guard = Primitive("jitkernel_cuda_only")
+
+    def impl(x):
+        for device in getattr(x, "devices", lambda: ())():
+            if device.platform not in ("gpu", "cuda"):
+                raise _not_cuda(device.platform)
+        return x
+
+    def refuse(ctx, x):
+        raise _not_cuda(", ".join(ctx.module_context.platforms))
+
+    guard.def_impl(impl)
+    guard.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(guard, lambda ctx, x: [x], platform="cuda")
+    mlir.register_lowering(guard, refuse)
+    batching.primitive_batchers[guard] = lambda args, dims: (guard.bind(*args), dims[0])
+    _guard = guard
+    return guard
+
+
+def _not_cuda(platform: str) -> ArgumentError:
+    return ArgumentError("inputs", f"jitkernel CUDA kernels run only on CUDA GPUs; this JAX program is being "
+                                   f"lowered for platform '{platform}' (put the inputs on a CUDA device)")
+
+
+def _runner(plan: _Plan):
+    import jax
+
+    guard = _guard_primitive()
+    ffi = jax.ffi.ffi_call(TARGET, plan.result_avals, vmap_method="sequential",
+                           input_output_aliases=plan.aliases or None)
+
+    def run(*operands):
+        operands = list(operands)
+        if operands:
+            operands[0] = guard.bind(operands[0])
+        results = list(ffi(*operands, jk_call=plan.text, jk_key=np.uint64(plan.key)))
+        if not operands:
+            results[0] = guard.bind(results[0])
+        return tuple(results)
+
+    return run
+
+
+def _differentiable(kernel, call, plan: _Plan, run):
+    """`run` under jax.custom_vjp with the kernel's backward; differentiating without one raises."""
+    import jax
+
+    backward = getattr(kernel, "_vjp", None)
+    n_arrays = len(plan.array_positions)
+
+    @jax.custom_vjp
+    def f(*operands):
+        return run(*operands)
+
+    def fwd(*operands):
+        if backward is None:
+            raise ArgumentError("vjp", f"kernel '{kernel.name}' is being differentiated but has no backward: "
+                                       "attach one with kernel.vjp(fn), fn(primals, outputs, cotangents) -> "
+                                       "one cotangent per input")
+        outs = run(*operands)
+        return outs, (operands, outs)
+
+    def bwd(residuals, cotangents):
+        operands, outs = residuals
+        primals = list(call.inputs)
+        for k, pos in enumerate(plan.array_positions):
+            primals[pos] = operands[k]
+        grads = backward(primals, list(outs), list(cotangents))
+        return _input_cotangents(kernel, grads, primals, plan, operands[n_arrays:])
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+def _input_cotangents(kernel, grads, primals, plan: _Plan, extra) -> tuple:
+    """The backward's answer checked and laid out as the operands' cotangents."""
+    if grads is None or len(grads) != len(primals):
+        got = "None" if grads is None else f"{len(grads)} entries"
+        raise ArgumentError("vjp", f"kernel '{kernel.name}': the backward must return one cotangent per input "
+                                   f"({len(primals)}), got {got}")
+    result = []
+    for pos in plan.array_positions:
+        g, x = grads[pos], primals[pos]
+        if g is not None and tuple(g.shape) != tuple(x.shape):
+            raise ArgumentError("vjp", f"kernel '{kernel.name}': cotangent {pos} has shape {tuple(g.shape)}, "
+                                       f"input {pos} has shape {tuple(x.shape)}")
+        result.append(None if g is None else g.astype(x.dtype))
+    return tuple(result) + (None,) * len(extra)
+
+
+def call(kernel, traced):
+    """Runs `kernel` as described by `traced` (a TracedCall) inside the JAX program being traced."""
+    register()
+    plan = _plan(kernel, traced)
+    outs = list(_differentiable(kernel, traced, plan, _runner(plan))(*plan.operands))
+    if traced.dict_form:
+        return dict(zip(traced.output_names, outs))
+    return outs
