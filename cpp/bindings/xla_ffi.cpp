@@ -112,17 +112,30 @@ nb::list shape_list(const std::vector<std::int64_t>& shape) {
   return l;
 }
 
+// Text the parser accepted may be any bytes: undecodable ones come back as surrogates.
+nb::str text_of(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (o == nullptr) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
+nb::list texts_of(const std::vector<std::string>& v) {
+  nb::list l;
+  for (const std::string& s : v) l.append(text_of(s));
+  return l;
+}
+
 // Test hook: the parsed attribute text as a dict.
 nb::dict parse(nb::bytes text) {
   const xla::CallDescription d = xla::parse(std::string_view(static_cast<const char*>(text.data()), text.size()));
   nb::dict out;
-  out["name"] = d.spec.name;
-  out["source"] = d.spec.source;
-  out["header"] = d.spec.header;
+  out["name"] = text_of(d.spec.name);
+  out["source"] = text_of(d.spec.source);
+  out["header"] = text_of(d.spec.header);
   out["ensure_row_contiguous"] = d.spec.ensure_row_contiguous;
   out["shared_memory"] = d.spec.shared_memory;
-  out["input_names"] = d.spec.input_names;
-  out["output_names"] = d.spec.output_names;
+  out["input_names"] = texts_of(d.spec.input_names);
+  out["output_names"] = texts_of(d.spec.output_names);
   nb::list inputs;
   for (const xla::InputDescription& in : d.inputs) {
     if (in.is_scalar) {
@@ -140,11 +153,11 @@ nb::dict parse(nb::bytes text) {
   nb::list templ;
   for (const TemplateArg& a : d.template_args) {
     if (a.kind == TemplateArg::Kind::DType) {
-      templ.append(nb::make_tuple(a.name, dtype_name(a.dtype)));
+      templ.append(nb::make_tuple(text_of(a.name), dtype_name(a.dtype)));
     } else if (a.kind == TemplateArg::Kind::Bool) {
-      templ.append(nb::make_tuple(a.name, a.int_value != 0));
+      templ.append(nb::make_tuple(text_of(a.name), a.int_value != 0));
     } else {
-      templ.append(nb::make_tuple(a.name, a.int_value));
+      templ.append(nb::make_tuple(text_of(a.name), a.int_value));
     }
   }
   out["template"] = templ;

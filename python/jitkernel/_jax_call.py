@@ -61,6 +61,11 @@ class _Plan:
     text: str
     key: int
 
+    @property
+    def key_attr(self):
+        """jk_key as an int64 attribute (MLIR's Python binding takes no uint64 above 2**63; same bits)."""
+        return np.array(self.key, dtype=np.uint64).view(np.int64)[()]
+
 
 def _output_meta(call):
     """(shapes, jk dtypes) of the outputs: as given, else from the outputs= arrays."""
@@ -188,7 +193,7 @@ def _runner(plan: _Plan):
         operands = list(operands)
         if operands:
             operands[0] = guard.bind(operands[0])
-        results = list(ffi(*operands, jk_call=plan.text, jk_key=np.uint64(plan.key)))
+        results = list(ffi(*operands, jk_call=plan.text, jk_key=plan.key_attr))
         if not operands:
             results[0] = guard.bind(results[0])
         return tuple(results)

@@ -55,6 +55,24 @@ void put_dims(std::string& out, const Dim3& d) {
 
 // ---- reading ----------------------------------------------------------------
 
+// A token as it may appear in a message: bytes outside printable ASCII as \xNN, at most 40 shown.
+std::string shown(std::string_view t) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < t.size() && i < 40; ++i) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 0xF];
+    }
+  }
+  if (t.size() > 40) out += "...";
+  return out;
+}
+
 [[noreturn]] void malformed(const std::string& what, const std::string& why) {
   throw ArgumentError("jk_call", "malformed jitkernel call attribute at " + what + ": " + why);
 }
@@ -85,10 +103,10 @@ class Reader {
     std::string_view t = token(what);
     bool negative = !t.empty() && t[0] == '-';
     std::size_t i = negative ? 1 : 0;
-    if (i == t.size() || t.size() - i > 19) malformed(what, "expected an integer, got '" + std::string(t) + "'");
+    if (i == t.size() || t.size() - i > 19) malformed(what, "expected an integer, got '" + shown(t) + "'");
     std::uint64_t v = 0;
     for (; i < t.size(); ++i) {
-      if (t[i] < '0' || t[i] > '9') malformed(what, "expected an integer, got '" + std::string(t) + "'");
+      if (t[i] < '0' || t[i] > '9') malformed(what, "expected an integer, got '" + shown(t) + "'");
       v = v * 10 + static_cast<std::uint64_t>(t[i] - '0');
     }
     if (v > static_cast<std::uint64_t>(INT64_MAX)) malformed(what, "integer out of range");
@@ -104,7 +122,7 @@ class Reader {
   DType dtype(const std::string& what) {
     std::string_view t = token(what);
     std::optional<DType> d = dtype_from_name(t);
-    if (!d) malformed(what, "unknown dtype '" + std::string(t) + "'");
+    if (!d) malformed(what, "unknown dtype '" + shown(t) + "'");
     return *d;
   }
 

@@ -1,0 +1,238 @@
+"""jitkernel kernels inside JAX programs, without a GPU: lowering for CUDA on a CPU-only jax shows our FFI custom
+call with attributes that rebuild the call; the CPU platform is refused with a jitkernel error naming it; vmap,
+outputs= aliasing and gradients lower as documented; the attribute parser and the handler's C ABI answer malformed
+input with typed errors (driven through test hooks, no XLA)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jitkernel as jk
+from jitkernel import _core
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+from jitkernel import _jax_call  # noqa: E402
+
+try:
+    from jitkernel._traced_call import TracedCall
+except ImportError:  # until the lead's TracedCall lands: the same fields
+    @dataclasses.dataclass
+    class TracedCall:
+        input_names: tuple
+        output_names: tuple
+        inputs: list
+        output_shapes: list
+        output_dtypes: list
+        grid: tuple
+        threadgroup: tuple
+        template: list | None = None
+        init_value: object = None
+        outputs: list | None = None
+        verbose: bool = False
+        dict_form: bool = False
+
+SCALE = jk.cuda_kernel(name="scale_exp", input_names=["inp", "s"], output_names=["out"],
+                       source="auto i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                              "if (i < inp_shape[0] * inp_shape[1]) out[i] = exp(inp[i]) * s;")
+
+
+def scale_exp(x, s=2.0, outputs=None, kernel=SCALE, dict_form=False):
+    call = TracedCall(("inp", "s"), ("out",), [x, s], [x.shape], [jk.float32], (x.size, 1, 1), (256, 1, 1),
+                      [("T", jk.float32)], outputs=outputs, dict_form=dict_form)
+    out = _jax_call.call(kernel, call)
+    return out if dict_form else out[0]
+
+
+def attach_vjp(kernel, fn):
+    """kernel.vjp(fn) once the kernel type has it; until then the `_vjp` slot of a subclass."""
+    if hasattr(type(kernel), "vjp"):
+        kernel.vjp(fn)
+    else:
+        kernel._vjp = fn
+    return kernel
+
+
+class VjpKernel(jk.CudaKernel):
+    __slots__ = () if "_vjp" in getattr(jk.CudaKernel, "__slots__", ()) else ("_vjp",)
+
+
+def cuda_text(f, *args) -> str:
+    return jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+
+
+def attribute_text(hlo: str) -> bytes:
+    match = re.search(r'jk_call = "((?:[^"\\]|\\.)*)"', hlo)
+    assert match, hlo
+    # MLIR prints \\, \" and other bytes as \XX (hex).
+    return re.sub(rb'\\([0-9A-Fa-f]{2}|\\|")',
+                  lambda m: bytes([int(m.group(1), 16)]) if len(m.group(1)) == 2 else m.group(1),
+                  match.group(1).encode())
+
+
+def key_of(text: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+X = jnp.ones((4, 8), jnp.float32)
+
+
+def test_lowering_for_cuda_has_our_custom_call_with_rebuildable_attributes():
+    hlo = cuda_text(scale_exp, X)
+    assert f"stablehlo.custom_call @{_jax_call.TARGET}(" in hlo
+    text = attribute_text(hlo)
+    parsed = _core._xla_parse(text)
+    assert parsed["name"] == "scale_exp" and parsed["source"] == SCALE.source_text
+    assert parsed["input_names"] == ["inp", "s"] and parsed["output_names"] == ["out"]
+    assert parsed["inputs"] == [("a", "float32", [4, 8]), ("s", "float32", struct.pack("<f", 2.0))]
+    assert parsed["outputs"] == [("float32", [4, 8])]
+    assert parsed["template"] == [("T", "float32")]
+    assert parsed["grid"] == (32, 1, 1) and parsed["threadgroup"] == (256, 1, 1)
+    assert parsed["init_value"] is None and parsed["extra_operands"] == 0
+    key = int(re.search(r"jk_key = (-?\d+) : i64", hlo).group(1))
+    assert key % 2**64 == key_of(text)
+
+
+def test_scalar_inputs_are_static_attributes():
+    a, b = cuda_text(lambda x: scale_exp(x, 2.0), X), cuda_text(lambda x: scale_exp(x, 3.0), X)
+    assert attribute_text(a) != attribute_text(b)
+    assert "(%arg0)" in a  # one operand: the scalar is not one
+
+
+def test_running_or_lowering_for_cpu_is_a_jitkernel_error_naming_the_platform():
+    with pytest.raises(jk.ArgumentError, match="platform 'cpu'"):
+        jax.jit(scale_exp)(X)
+    with pytest.raises(jk.ArgumentError, match="platform 'cpu'"):
+        jax.jit(scale_exp).trace(X).lower(lowering_platforms=("cpu",))
+
+
+def test_codegen_errors_are_raised_while_tracing():
+    def f(x):
+        call = TracedCall(("inp", "s"), ("out",), [x, 2.0], [x.shape], [jk.float32], (32, 1, 1), (32, 1, 1),
+                          [("inp", 3)])
+        return _jax_call.call(SCALE, call)
+
+    with pytest.raises(jk.ArgumentError, match="template"):
+        cuda_text(f, X)
+
+
+def test_vmap_is_sequential():
+    hlo = cuda_text(jax.vmap(scale_exp), jnp.ones((3, 4, 8), jnp.float32))
+    assert "stablehlo.while" in hlo and hlo.count(f"@{_jax_call.TARGET}(") == 1
+
+
+def test_outputs_aliasing_an_input_and_an_extra_operand():
+    hlo = cuda_text(lambda x: scale_exp(x, outputs=[x]), X)
+    assert "output_operand_aliases" in hlo and "operand_index = 0" in hlo
+    hlo = cuda_text(lambda x, y: scale_exp(x, outputs=[y]), X, X + 1)
+    assert "operand_index = 1" in hlo and _core._xla_parse(attribute_text(hlo))["extra_operands"] == 1
+    with pytest.raises(jk.ArgumentError, match="outputs"):
+        two = jk.cuda_kernel(name="two", input_names=["a"], output_names=["p", "q"], source="")
+        cuda_text(lambda x: _jax_call.call(two, TracedCall(("a",), ("p", "q"), [x], [x.shape] * 2,
+                                                           [jk.float32] * 2, (1, 1, 1), (1, 1, 1),
+                                                           outputs=[x, x])), X)
+
+
+def test_dict_form_returns_outputs_by_name():
+    out = jax.eval_shape(lambda x: scale_exp(x, dict_form=True), X)
+    assert list(out) == ["out"] and out["out"].shape == (4, 8)
+
+
+def test_grad_without_a_backward_says_to_attach_one():
+    with pytest.raises(jk.ArgumentError, match=r"kernel.vjp"):
+        jax.grad(lambda x: scale_exp(x).sum())(X)
+
+
+def test_grad_with_a_backward_lowers_forward_and_backward_kernels():
+    kernel = VjpKernel("scale_exp_vjp", ["inp", "s"], ["out"], SCALE.source_text, "", True, 0)
+    attach_vjp(kernel, lambda primals, outs, cts: [scale_exp(primals[0], primals[1]) * cts[0], None])
+    hlo = cuda_text(jax.grad(lambda x: (scale_exp(x, kernel=kernel) ** 2).sum()), X)
+    assert hlo.count(f"@{_jax_call.TARGET}(") == 2
+    attach_vjp(kernel, lambda primals, outs, cts: [cts[0]])
+    with pytest.raises(jk.ArgumentError, match="one cotangent per input"):
+        cuda_text(jax.grad(lambda x: scale_exp(x, kernel=kernel).sum()), X)
+
+
+# ---- the attribute parser and the handler's C ABI ---------------------------------------------------------
+
+
+def valid_text() -> bytes:
+    text, key = _core.xla_encode("k", ["a", "n"], ["o"], "o[0] = a[0];", "", True, 0,
+                                 [("a", jk.float32, (4,)), ("s", 3)], [(4,)], [jk.float32],
+                                 [("T", jk.float32), ("N", 2), ("B", True)], (4, 1, 1), (4, 1, 1), 0.5, 0)
+    assert key == key_of(text)
+    return text
+
+
+def test_encode_parse_round_trip():
+    parsed = _core._xla_parse(valid_text())
+    assert parsed["template"] == [("T", "float32"), ("N", 2), ("B", True)]
+    assert parsed["init_value"] == 0.5 and parsed["inputs"][1] == ("s", "int32", struct.pack("<i", 3))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda t: t[:-4], "ends early|runs past the end"),
+    (lambda t: t.replace(b"jitkernel.xla.1", b"jitkernel.xla.9"), "version"),
+    (lambda t: t + b"1:x", "unexpected bytes after the last field"),
+    (lambda t: t.replace(b"7:float32", b"7:float99", 1), "unknown dtype 'float99'"),
+    (lambda t: b"9999999999:" + t, "more than 9 digits"),
+    (lambda t: b"x" + t, "expected '<length>:'"),
+    (lambda t: t.replace(b"1:a7:float32", b"1:z7:float32", 1), "expected 'a' \\(array\\) or 's'"),
+    (lambda t: t.replace(b"1:s5:int3216:0000000000000003", b"1:s5:int3216:000000000000000g"), "hex"),
+])
+def test_malformed_attribute_text_is_a_typed_error(mutate, message):
+    with pytest.raises(jk.ArgumentError, match=message) as info:
+        _core._xla_parse(mutate(valid_text()))
+    assert info.value.argument == "jk_call"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_random_corruption_never_crashes_the_parser(data):
+    text = bytearray(valid_text())
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(text) - 1))
+        text[i] = data.draw(st.integers(0, 255))
+    try:
+        _core._xla_parse(bytes(text))
+    except jk.ArgumentError as e:
+        assert e.argument == "jk_call"
+
+
+def test_handler_metadata_declares_version_and_command_buffer_trait():
+    assert _core._xla_metadata() == (0, 3, 1)
+
+
+def test_handler_instantiate_stage_answers_with_ffi_errors():
+    text = valid_text()
+    assert _core._xla_run_instantiate(text, key_of(text)) is None
+    assert "jk_key: does not match" in _core._xla_run_instantiate(text, key_of(text) ^ 1)
+    broken = text.replace(b"7:float32", b"7:float99", 1)
+    assert "unknown dtype 'float99'" in _core._xla_run_instantiate(broken, key_of(broken))
+    assert "FFI API is version 1.3" in _core._xla_run_instantiate(text, key_of(text), api_major=1)
+    assert "call frame" in _core._xla_run_instantiate(text, key_of(text), frame_size=40)
+    names = text.replace(b"1:a1:n", b"1:a1:a", 1)  # a duplicate input name: the spec check runs
+    assert "jitkernel: instantiate stage" in _core._xla_run_instantiate(names, key_of(names))
+
+
+def test_import_jitkernel_imports_no_jax():
+    code = "import sys, jitkernel, jitkernel._jax_call; assert 'jax' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_bfloat16_and_init_value_lowering():
+    x = jnp.ones((8,), jnp.bfloat16)
+    k = jk.cuda_kernel(name="fill_bf16", input_names=["a"], output_names=["o"], source="o[0] = a[0];")
+    f = lambda x: _jax_call.call(k, TracedCall(("a",), ("o",), [x], [x.shape], [jk.bfloat16], (1, 1, 1),
+                                               (1, 1, 1), init_value=1.5))[0]
+    parsed = _core._xla_parse(attribute_text(cuda_text(f, x)))
+    assert parsed["inputs"] == [("a", "bfloat16", [8])] and parsed["init_value"] == 1.5
+    assert np.dtype(jax.eval_shape(f, x).dtype) == np.dtype(jnp.bfloat16)
