@@ -103,7 +103,7 @@ nb::tuple encode(nb::str name, nb::handle input_names, nb::handle output_names, 
 void prepare(nb::bytes text, std::uint64_t key, const std::vector<int>& devices) {
   const std::string_view t(static_cast<const char*>(text.data()), text.size());
   xla::PreparedCall& call = xla::prepare_call(t, key);
-  for (int device : devices) call.load(device);
+  for (int device : devices) call.load(device, 0);
 }
 
 nb::list shape_list(const std::vector<std::int64_t>& shape) {

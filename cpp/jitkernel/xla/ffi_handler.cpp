@@ -194,7 +194,7 @@ abi::Error* instantiate_stage(abi::CallFrame* frame) {
 abi::Error* initialize_stage(abi::CallFrame* frame) {
   return run_stage(frame, abi::kInitialize, "initialize", [](const abi::CallFrame& f, const PreparedCall** named) {
     PreparedCall& call = call_of(f, named);
-    call.make_ready(f, device_ordinal(f));
+    call.make_ready(f, device_ordinal(f), stream_of(f));
   });
 }
 
@@ -210,7 +210,7 @@ abi::Error* execute_stage(abi::CallFrame* frame) {
         throw Error("the kernel was not loaded on cuda:" + std::to_string(device) +
                     " before XLA captured it in a CUDA graph (XLA skipped the initialize stage)");
       }
-      call.make_ready(f, device);
+      call.make_ready(f, device, stream);
     }
     call.launch(f, device, stream);
   });

@@ -12,6 +12,8 @@
 
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 #include "jitkernel/engine/backend.hpp"
 
 namespace jk::xla {
@@ -135,10 +137,24 @@ bool PreparedCall::ready(int device) const {
   return device >= 0 && device < kPlanDevices && ready_[device].load(std::memory_order_acquire);
 }
 
-void PreparedCall::make_ready(const abi::CallFrame& frame, int device) {
+void PreparedCall::load(int device, std::uintptr_t stream) {
+  kernel_->load(template_, device);
+  if (!description_.init_value) return;
+  // An 8-byte init_value is written by a builtin kernel, loaded on first use:
+  // fill a one-element scratch array now so that no launch loads it.
+  for (DType dtype : description_.output_dtypes) {
+    if (dtype_size(dtype) != 8) continue;
+    cuda::DeviceGuard guard(device);
+    OwnedArray scratch = cuda_backend().allocate(device, dtype, {1}, stream);
+    cuda::fill(scratch.view, *description_.init_value, reinterpret_cast<cuda::CUstream>(stream));
+    return;  // freed stream-ordered when `scratch` goes
+  }
+}
+
+void PreparedCall::make_ready(const abi::CallFrame& frame, int device, std::uintptr_t stream) {
   if (ready(device)) return;
   check_frame(frame);
-  kernel_->load(template_, device);
+  load(device, stream);
   if (device >= 0 && device < kPlanDevices) ready_[device].store(true, std::memory_order_release);
 }
 

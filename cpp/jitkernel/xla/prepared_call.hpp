@@ -29,13 +29,14 @@ class PreparedCall {
   const std::string& text() const { return text_; }
   const CallDescription& description() const { return description_; }
 
-  // Compiles and loads the kernel on `device` (lowering time: no buffers yet).
-  void load(int device) { kernel_->load(template_, device); }
+  // Compiles and loads the kernel on `device` (lowering time: no buffers
+  // yet), and what its init_value fill launches, on `stream`.
+  void load(int device, std::uintptr_t stream);
 
   // Checks XLA's buffers against the description (counts, dtypes, shapes),
   // then compiles and loads the kernel on `device`, once per device. Never
   // launches. After it, launches on `device` compile and load nothing.
-  void make_ready(const abi::CallFrame& frame, int device);
+  void make_ready(const abi::CallFrame& frame, int device, std::uintptr_t stream);
   bool ready(int device) const;
 
   // Launches on XLA's buffers and stream (the call was made ready on `device`).
