@@ -64,6 +64,11 @@ def run(kernel, x, outputs=None, init_value=None, dtype=None):
     return _jax_call.call(kernel, call)[0]
 
 
+def x64():
+    """float64 arrays for one test (JAX makes float32 ones by default)."""
+    return (getattr(jax, "enable_x64", None) or __import__("jax.experimental", fromlist=["x"]).enable_x64)(True)
+
+
 def data(n=4096, dtype=np.float32, seed=0):
     return np.random.default_rng(seed).normal(size=n).astype(dtype)
 
@@ -129,7 +134,8 @@ def test_outputs_array_that_is_not_an_input_keeps_what_the_kernel_does_not_write
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_init_value_fills_what_the_kernel_does_not_write(dtype):
     x = data(dtype=dtype)
-    y = jax.jit(lambda v: run(HALF, v, init_value=1.5))(jnp.asarray(x))
+    with x64():
+        y = jax.jit(lambda v: run(HALF, v, init_value=1.5))(jnp.asarray(x))
     expected = np.full_like(x, 1.5)
     expected[: x.size // 2] = x[: x.size // 2] * 2
     np.testing.assert_array_equal(np.asarray(y), expected)
@@ -172,11 +178,13 @@ def test_check_grads_on_fused_softplus():
                           [("N", x.size)])
         return _jax_call.call(kernel, call)[0]
 
-    x = jnp.asarray(data(256, np.float64))
-    np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), np.asarray(jax.nn.softplus(x)), rtol=1e-12)
-    check_grads(jax.jit(f), (x,), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
-    g = jax.jit(jax.grad(lambda v: f(v).sum()))(x)
-    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.nn.sigmoid(x)), rtol=1e-12)
+    with x64():
+        x = jnp.asarray(data(256, np.float64))
+        assert x.dtype == jnp.float64
+        np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), np.asarray(jax.nn.softplus(x)), rtol=1e-12)
+        check_grads(jax.jit(f), (x,), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+        g = jax.jit(jax.grad(lambda v: f(v).sum()))(x)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(jax.nn.sigmoid(x)), rtol=1e-12)
 
 
 def _subprocess(code: str, env_extra: dict) -> str:
