@@ -146,8 +146,8 @@ class KernelFront:
     def _traced(self, inputs, outputs) -> bool:
         """Whether a call of a kernel made without names must leave the eager path (what the C++ call slot
         decides for kernels made with them): a traced array, or torch autograd with a backward attached."""
-        values = [*(inputs.values() if isinstance(inputs, dict) else inputs or ()),
-                  *(outputs.values() if isinstance(outputs, dict) else outputs or ())]
+        values = [v for arg in (inputs, outputs) if isinstance(arg, (list, tuple, dict))
+                  for v in (arg.values() if isinstance(arg, dict) else arg)]
         torch, jax_core = sys.modules.get("torch"), sys.modules.get("jax.core")
         if jax_core is not None and any(isinstance(v, jax_core.Tracer) for v in values):
             return True

@@ -79,19 +79,17 @@ def _constant(value):
     return value.name if isinstance(value, DType) else value
 
 
-def _scalar_entry(torch, value, ints: list, floats: list):
+def _scalar_entry(value, ints: list, floats: list):
+    """An int or float scalar input goes into ``ints`` / ``floats`` (TorchDynamo shows a symbolic int as a plain
+    int, so every one is passed as a value): at run time it gets the type an eager call gives it."""
     if isinstance(value, bool):
         return ("scalar", "bool", value)
-    if isinstance(value, torch.SymInt):
+    if isinstance(value, int):
         ints.append(value)
         return ("scalar", "int", None)
-    if isinstance(value, int):
-        return ("scalar", "int", value)
-    if isinstance(value, torch.SymFloat):
+    if isinstance(value, float):
         floats.append(value)
         return ("scalar", "float", None)
-    if isinstance(value, float):
-        return ("scalar", "float", value)
     raise ArgumentTypeError("inputs", f"a traced torch call takes torch tensors and Python int, float and bool "
                                       f"scalars as inputs, got {type(value).__name__}")
 
@@ -118,7 +116,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
             arrays.append(value)
             entries.append(("array",))
         else:
-            entries.append(_scalar_entry(torch, value, ints, floats))
+            entries.append(_scalar_entry(value, ints, floats))
     template_values = tuple((name, _constant(v)) for name, v in c.template) if c.template else ()
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
