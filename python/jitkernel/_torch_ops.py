@@ -65,7 +65,10 @@ def _release_kernels() -> None:
     _plan.cache_clear()
     dynamo = sys.modules.get("torch._dynamo")
     if dynamo is not None:
-        dynamo.reset()
+        try:
+            dynamo.reset()
+        except Exception:  # noqa: BLE001 - at exit, a reset that needs new imports may fail: the report is quieted
+            pass
         # Even so, a compiled function's frame state keeps its module's globals (the user's kernels) past the
         # extension's teardown, which nanobind would report as leaks of ours: quiet them for this exit only.
         _core._quiet_leak_warnings()

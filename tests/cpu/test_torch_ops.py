@@ -12,7 +12,7 @@ from jitkernel import _kernel_record
 
 torch = pytest.importorskip("torch")
 
-SOURCE = "auto i = blockIdx.x * blockDim.x + threadIdx.x; if (i < inp_shape[0]) out[i] = exp(inp[i]) * s;"
+SOURCE = "auto i = blockIdx.x * blockDim.x + threadIdx.x; if (i < inp_shape[0]) out[i] = exp(inp[i]) * s[0];"
 
 
 def _kernel(name="myexp"):

@@ -15,12 +15,12 @@ pytestmark = pytest.mark.gpu
 
 SOFTPLUS = jk.cuda_kernel(
     name="softplus_fwd", input_names=["x", "beta"], output_names=["y"],
-    source=INDEX + "if (i < x_shape[0]) { T v = x[i] * beta; y[i] = v > T(20) ? x[i] : log1p(exp(v)) / beta; }")
+    source=INDEX + "if (i < x_shape[0]) { T b = beta[0]; T v = x[i] * b; y[i] = v > T(20) ? x[i] : log1p(exp(v)) / b; }")
 SOFTPLUS_BWD = jk.cuda_kernel(
     name="softplus_bwd", input_names=["x", "dy", "beta"], output_names=["dx"],
-    source=INDEX + "if (i < x_shape[0]) { T v = x[i] * beta; dx[i] = dy[i] / (T(1) + exp(-v)); }")
+    source=INDEX + "if (i < x_shape[0]) { T v = x[i] * T(beta[0]); dx[i] = dy[i] / (T(1) + exp(-v)); }")
 SCALE = jk.cuda_kernel(name="scale", input_names=["x", "s"], output_names=["y"],
-                       source=INDEX + "if (i < x_shape[0]) y[i] = x[i] * s;")
+                       source=INDEX + "if (i < x_shape[0]) y[i] = x[i] * s[0];")
 
 
 @SOFTPLUS.vjp
