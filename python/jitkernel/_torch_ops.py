@@ -224,6 +224,9 @@ def _launch_into_fake(kernel, call, arrays, ints, floats, outputs):
 
 def _setup_context(ctx, inputs, output):
     kernel, call, arrays, ints, floats = inputs
+    if _plan(kernel, call).kernel._vjp is None:
+        # No backward: outputs outside autograd, as an eager call gives them (the op always has this formula).
+        ctx.mark_non_differentiable(*output)
     ctx.spec, ctx.call, ctx.ints, ctx.floats, ctx.n_arrays = kernel, call, list(ints), list(floats), len(arrays)
     ctx.save_for_backward(*arrays, *output)
 
