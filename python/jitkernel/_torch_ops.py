@@ -248,7 +248,9 @@ def _backward(ctx, grads):
             (r.input_names, primals), (r.output_names, outputs), (r.output_names, cotangents)))
     result = vjp(primals, outputs, cotangents)
     array_grads = _array_grads(plan, result)
-    return None, None, array_grads, None, None
+    # torch.library matches the returned structure with the inputs': a list of non-tensors is one leaf (None),
+    # an empty list a list.
+    return (None, None, array_grads, None if ctx.ints else [], None if ctx.floats else [])
 
 
 def _array_grads(plan, result) -> list:
