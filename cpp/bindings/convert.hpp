@@ -92,6 +92,9 @@ struct ConvertedCall {
   // The DLPack exchange API of the inputs' framework (torch >= 2.10), when it
   // gave the launch stream: outputs go back through it too.
   const dlpack::ExchangeAPI* exchange = nullptr;
+  // Outputs the inputs' framework allocated (torch tensors, CuPy arrays), in
+  // output order; empty when outputs= gave them or jitkernel's pool does.
+  std::vector<nb::object> allocated;
 
   // Drops every reference to the call's Python objects (consumed DLPack
   // tensors included), keeping the vectors' capacity.
@@ -99,6 +102,7 @@ struct ConvertedCall {
     borrowed.imports.clear();
     borrowed.objects.clear();
     pending.clear();
+    allocated.clear();
     provided_outputs = nb::handle();
     framework = Framework::None;
     stream = 0;
