@@ -29,6 +29,7 @@ enum class Kind : std::uint8_t {
   TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
   DLPack,       // anything else with __dlpack__ / __dlpack_device__
   HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
+  Traced,       // a torch.Tensor subclass (FakeTensor, FunctionalTensor, ...) or a JAX tracer
 };
 
 struct TypeInfo {
@@ -48,6 +49,7 @@ struct TypeInfo {
 struct FrameworkCache {
   nb::object numpy_generic, numpy_ndarray, numpy_asarray;  // numpy.generic, .ndarray, .asarray
   nb::object torch_tensor, torch_parameter;  // torch.Tensor, torch.nn.Parameter
+  nb::object jax_tracer;                     // jax.core.Tracer
   nb::object torch_current_stream;  // torch._C._cuda_getCurrentRawStream, or None: torch.cuda.current_stream
   nb::object cupy_current_stream;   // cupy.cuda.get_current_stream
   nb::object converter[kNumFrameworks];  // jk.Array -> the framework's array (from_dlpack)
