@@ -75,8 +75,8 @@ bool from_module(nb::handle obj, const char* root) {
 // ---------------------------------------------------------------------------
 // torch.
 
-// torch.Tensor's exchange API (when the inputs did not come through it, e.g.
-// tensor subclasses); null on torch < 2.10 or without an allocator entry.
+// The exchange API the inputs came through, else torch.Tensor's (a first
+// tensor read another way); null on torch < 2.10 or without an allocator entry.
 const dlpack::ExchangeAPI* torch_allocator_api(const ConvertedCall& out) {
   static const dlpack::ExchangeAPI* tensor_api = nullptr;
   static bool looked = false;
