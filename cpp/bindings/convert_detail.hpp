@@ -56,6 +56,10 @@ struct FrameworkCache {
   nb::object torch_capsule_converter;    // DLPack capsule -> torch.Tensor
   nb::object torch_strided;
   nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
+  // Output allocation (output_allocation.cpp): torch.empty, cupy.ndarray, and
+  // each dtype as the framework spells it (None: the framework lacks it).
+  nb::object torch_empty, cupy_ndarray, cupy_get_device;
+  nb::object torch_dtype[kNumDTypes], cupy_dtype[kNumDTypes];
 };
 FrameworkCache& framework_cache();
 
@@ -103,5 +107,17 @@ std::shared_ptr<void> python_owner(nb::handle obj);
 std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner);
 // The exchange API of the first pending torch tensor that came through it.
 const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending);
+
+// ---------------------------------------------------------------------------
+// Output allocation (output_allocation.cpp).
+
+// Allocates a call's outputs (no `outputs=` given) with the allocator of the
+// inputs' framework on the launch stream: torch's caching allocator, CuPy's
+// current allocator. They become args.provided_outputs (the engine then
+// allocates nothing) and out.allocated (what wrap_outputs returns). Leaves
+// both empty where jitkernel's own pool serves instead: jk.Array, NumPy, JAX
+// and other inputs, and dtypes the framework lacks. `stream` is the call's
+// stream= argument; `device` the inputs' device.
+void allocate_framework_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out);
 
 }  // namespace jk::py
