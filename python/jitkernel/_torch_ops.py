@@ -168,11 +168,13 @@ class _Plan:
         return shapes
 
     def run(self, arrays, ints, floats, outputs):
+        """Runs the call eagerly; without ``outputs`` they come from torch's allocator through the call path."""
         r = self.record
         tensor = _torch().Tensor  # a subclass without __torch_dispatch__ arrives as itself: read its memory
         plain = [a if type(a) is tensor else a.as_subclass(tensor) for a in arrays]
-        self.engine._call(self.inputs(plain, ints, floats), None, None, tuple(ints[0:3]), tuple(ints[3:6]),
-                          list(r.template) or None, r.init_value, None, outputs, r.verbose)
+        shapes, dtypes = (None, None) if outputs is not None else (self.shapes(ints), list(r.output_dtypes))
+        return self.engine._call(self.inputs(plain, ints, floats), shapes, dtypes, tuple(ints[0:3]),
+                                 tuple(ints[3:6]), list(r.template) or None, r.init_value, None, outputs, r.verbose)
 
 
 def _torch():
@@ -199,8 +201,10 @@ def _empty_outputs(torch, plan, arrays, ints, factory):
 
 
 def _launch(kernel, call, arrays, ints, floats):
-    torch = _torch()
     plan = _plan(kernel, call)
+    if arrays:  # tensor inputs: the outputs are torch's, on their device and stream
+        return plan.run(arrays, ints, floats, None)
+    torch = _torch()
     outputs = _empty_outputs(torch, plan, arrays, ints, torch.empty)
     plan.run(arrays, ints, floats, outputs)
     return outputs

@@ -81,7 +81,7 @@ def test_compile_fullgraph_records_one_op():
 
 def test_explain_counts_no_graph_break():
     explain = torch._dynamo.explain(lambda x: _call(x) + 1)
-    with pytest.raises(jk.ArgumentTypeError, match="CUDA device arrays"):  # the graph runs: a CPU tensor
+    with pytest.raises(jk.JitKernelError):  # the graph runs the op on a CPU tensor: no GPU here
         explain(torch.randn(4))
     torch._dynamo.reset()
     graphs = _Graphs()
