@@ -1,8 +1,9 @@
 """jitkernel kernels as torch.library ops, so that torch.compile, CUDA graphs, torch.export and autograd see them.
 
-Two ops, registered when torch is imported (``register``, through ``_post_import``; nothing happens before):
+Three ops, registered when torch is imported (``register``, through ``_post_import``; nothing happens before):
 
     jitkernel::launch(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]
+    jitkernel::launch_vjp(...same...) -> Tensor[]          (with the kernel's backward as autograd formula)
     jitkernel::launch_into(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats,
                            Tensor(a!)[] outputs) -> ()
 
@@ -26,8 +27,10 @@ from ._dtypes import DType
 from ._errors import ArgumentError, ArgumentTypeError
 from ._traced_call import list_form
 
+_LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
 _SCHEMAS = {
-    "launch": "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]",
+    "launch": _LAUNCH,
+    "launch_vjp": _LAUNCH,  # launch with the kernel's backward as its autograd formula
     "launch_into": "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats, "
                    "Tensor(a!)[] outputs) -> ()",
 }
@@ -49,11 +52,14 @@ def register(torch) -> None:
     lib = torch.library.Library("jitkernel", "FRAGMENT")
     for name, schema in _SCHEMAS.items():
         lib.define(name + schema)
-    lib.impl("launch", _launch, "CompositeExplicitAutograd")
-    lib.impl("launch_into", _launch_into, "CompositeExplicitAutograd")
-    torch.library.register_fake("jitkernel::launch", _launch_fake, lib=lib)
-    torch.library.register_fake("jitkernel::launch_into", _launch_into_fake, lib=lib)
-    torch.library.register_autograd("jitkernel::launch", _backward, setup_context=_setup_context, lib=lib)
+    for name, real, fake in (("launch", _launch, _launch_fake), ("launch_vjp", _launch, _launch_fake),
+                             ("launch_into", _launch_into, _launch_into_fake)):
+        lib.impl(name, real, "CompositeExplicitAutograd")
+        torch.library.register_fake("jitkernel::" + name, fake, lib=lib)
+    # Only launch_vjp has an autograd formula: torch.library's autograd wrapper costs microseconds on every call,
+    # even without grad, so kernels without a backward take launch with detached inputs (outputs outside
+    # autograd, as eagerly).
+    torch.library.register_autograd("jitkernel::launch_vjp", _backward, setup_context=_setup_context, lib=lib)
     _record = torch.compiler.assume_constant_result(_kernel_record.call_record)
     _library = lib
     atexit.register(_release_kernels)
@@ -124,10 +130,14 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
     spec = kernel._spec
+    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and any(a.requires_grad for a in arrays)
+    if not differentiable:
+        arrays = [a.detach() for a in arrays]
     if c.outputs is None:
-        results = torch.ops.jitkernel.launch(spec, record, arrays, ints, floats)
+        launch = torch.ops.jitkernel.launch_vjp if differentiable else torch.ops.jitkernel.launch
+        results = launch(spec, record, arrays, ints, floats)
     else:
-        if kernel._vjp is not None and torch.is_grad_enabled() and any(a.requires_grad for a in arrays):
+        if differentiable:
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
         torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
@@ -228,9 +238,6 @@ def _launch_into_fake(kernel, call, arrays, ints, floats, outputs):
 
 def _setup_context(ctx, inputs, output):
     kernel, call, arrays, ints, floats = inputs
-    if _plan(kernel, call).kernel._vjp is None:
-        # No backward: outputs outside autograd, as an eager call gives them (the op always has this formula).
-        ctx.mark_non_differentiable(*output)
     ctx.spec, ctx.call, ctx.ints, ctx.floats, ctx.n_arrays = kernel, call, list(ints), list(floats), len(arrays)
     ctx.save_for_backward(*arrays, *output)
 

@@ -63,6 +63,8 @@ def test_ops_registered_whichever_is_imported_first(order):
     assert proc.returncode == 0, proc.stderr
     assert "jitkernel::launch(str kernel, str call, Tensor[] arrays, SymInt[] ints" in proc.stdout
     assert "Tensor(a!)[] outputs" in proc.stdout
+    proc = _run(imports + "; print(torch.ops.jitkernel.launch_vjp.default._schema)")
+    assert "jitkernel::launch_vjp(str kernel" in proc.stdout, proc.stderr
 
 
 def test_compile_fullgraph_records_one_op():
