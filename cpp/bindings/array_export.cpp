@@ -1,7 +1,8 @@
-// Array export: a launch's results back to Python in the framework of the
-// call's inputs (torch tensors through its DLPack exchange API or a capsule,
-// CuPy/JAX through their from_dlpack), jk.Array without one, or the caller's
-// own `outputs=` arrays.
+// Array export: a launch's results back to Python: the caller's own
+// `outputs=` arrays, the arrays the inputs' framework allocated
+// (output_allocation.cpp), or jitkernel's pool outputs in the framework of
+// the call's inputs (torch tensors through its DLPack exchange API or a
+// capsule, JAX through its from_dlpack), jk.Array without one.
 #include <utility>
 
 #include "array.hpp"
@@ -57,6 +58,13 @@ nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& ca
       PyList_SET_ITEM(given.ptr(), i, item);
     }
     return given;
+  }
+  if (!call.allocated.empty()) {  // allocated by the inputs' framework (output_allocation.cpp)
+    nb::list allocated = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(call.allocated.size())));
+    if (!allocated.is_valid()) throw nb::python_error();
+    for (std::size_t i = 0; i < call.allocated.size(); ++i)
+      PyList_SET_ITEM(allocated.ptr(), static_cast<Py_ssize_t>(i), nb::object(call.allocated[i]).release().ptr());
+    return allocated;
   }
   nb::list out;
   const Framework fw = call.framework;

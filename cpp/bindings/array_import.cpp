@@ -8,6 +8,7 @@
 
 #include "array.hpp"
 #include "convert_detail.hpp"
+#include "traced_call.hpp"
 #include "dtypes.hpp"
 #include "jitkernel/core/errors.hpp"
 
@@ -201,6 +202,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
     return Framework::JitKernel;
   }
   TypeInfo& info = classify(item, argument, where);
+  if (info.kind == Kind::Traced) throw TracedArgument(info.framework, argument, where.prefix());
   switch (info.kind) {
     case Kind::NumpyArray:
       *host_view = numpy_view(item, argument, where);

@@ -244,7 +244,7 @@ void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   if (have_provided)
     convert_provided_outputs(in, n_provided, torch_direct, args, out);
   else
-    args.provided_outputs.clear();
+    allocate_framework_outputs(in.stream, framework_device, args, out);
 }
 
 }  // namespace jk::py

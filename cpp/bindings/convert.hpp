@@ -17,10 +17,12 @@
 // - stream: None -> the current stream of the first device-array input's
 //   framework (torch, CuPy), else the legacy default stream (0); an int
 //   handle; an object with __cuda_stream__; torch / CuPy stream objects.
-// - outputs: returned in the framework of the first device-array input
-//   (zero-copy through DLPack; torch on its current stream through the
-//   exchange API when it gave the inputs), jk.Array without one, or the
-//   caller's `outputs=` objects themselves.
+// - outputs: the caller's `outputs=` objects themselves; else allocated by
+//   the framework of the first device-array input on the launch stream
+//   (torch's caching allocator, CuPy's pool: output_allocation.cpp) and
+//   handed to the core as provided outputs; else (JAX, jk.Array, NumPy,
+//   other inputs) from jitkernel's pool, returned in the inputs' framework
+//   (zero-copy through DLPack), jk.Array without one.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +94,9 @@ struct ConvertedCall {
   // The DLPack exchange API of the inputs' framework (torch >= 2.10), when it
   // gave the launch stream: outputs go back through it too.
   const dlpack::ExchangeAPI* exchange = nullptr;
+  // Outputs the inputs' framework allocated (torch tensors, CuPy arrays), in
+  // output order; empty when outputs= gave them or jitkernel's pool does.
+  std::vector<nb::object> allocated;
 
   // Drops every reference to the call's Python objects (consumed DLPack
   // tensors included), keeping the vectors' capacity.
@@ -99,6 +104,7 @@ struct ConvertedCall {
     borrowed.imports.clear();
     borrowed.objects.clear();
     pending.clear();
+    allocated.clear();
     provided_outputs = nb::handle();
     framework = Framework::None;
     stream = 0;

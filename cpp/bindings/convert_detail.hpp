@@ -29,6 +29,7 @@ enum class Kind : std::uint8_t {
   TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
   DLPack,       // anything else with __dlpack__ / __dlpack_device__
   HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
+  Traced,       // a torch.Tensor subclass (FakeTensor, FunctionalTensor, ...) or a JAX tracer
 };
 
 struct TypeInfo {
@@ -48,12 +49,17 @@ struct TypeInfo {
 struct FrameworkCache {
   nb::object numpy_generic, numpy_ndarray, numpy_asarray;  // numpy.generic, .ndarray, .asarray
   nb::object torch_tensor, torch_parameter;  // torch.Tensor, torch.nn.Parameter
+  nb::object jax_tracer;                     // jax.core.Tracer
   nb::object torch_current_stream;  // torch._C._cuda_getCurrentRawStream, or None: torch.cuda.current_stream
   nb::object cupy_current_stream;   // cupy.cuda.get_current_stream
   nb::object converter[kNumFrameworks];  // jk.Array -> the framework's array (from_dlpack)
   nb::object torch_capsule_converter;    // DLPack capsule -> torch.Tensor
   nb::object torch_strided;
   nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
+  // Output allocation (output_allocation.cpp): torch.empty, cupy.ndarray, and
+  // each dtype as the framework spells it (None: the framework lacks it).
+  nb::object torch_empty, cupy_ndarray, cupy_get_device;
+  nb::object torch_dtype[kNumDTypes], cupy_dtype[kNumDTypes];
 };
 FrameworkCache& framework_cache();
 
@@ -101,5 +107,17 @@ std::shared_ptr<void> python_owner(nb::handle obj);
 std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner);
 // The exchange API of the first pending torch tensor that came through it.
 const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending);
+
+// ---------------------------------------------------------------------------
+// Output allocation (output_allocation.cpp).
+
+// Allocates a call's outputs (no `outputs=` given) with the allocator of the
+// inputs' framework on the launch stream: torch's caching allocator, CuPy's
+// current allocator. They become args.provided_outputs (the engine then
+// allocates nothing) and out.allocated (what wrap_outputs returns). Leaves
+// both empty where jitkernel's own pool serves instead: jk.Array, NumPy, JAX
+// and other inputs, and dtypes the framework lacks. `stream` is the call's
+// stream= argument; `device` the inputs' device.
+void allocate_framework_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out);
 
 }  // namespace jk::py

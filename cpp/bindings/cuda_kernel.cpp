@@ -20,6 +20,7 @@
 #include "dtypes.hpp"
 #include "hooks.hpp"
 #include "template_args.hpp"
+#include "traced_call.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/binary/module_loader.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
@@ -34,6 +35,9 @@ namespace {
 struct PyCudaKernel {
   std::optional<Kernel> kernel;  // on cuda_backend()
   std::vector<std::string> input_names, output_names;  // for messages
+  // A backward is attached (kernel.vjp): calls that torch autograd must record
+  // take the Python path (traced_call.hpp).
+  bool has_vjp = false;
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -141,6 +145,9 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose) {
   if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
     return call_by_name(call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
+  reject_traced_inputs(inputs);
+  if (self.has_vjp && torch_autograd_needed(inputs))
+    throw TracedArgument(Framework::Torch, "inputs", "");
   const bool show_source = verbose_arg(verbose);
   Kernel& kernel = named_kernel(self);
   ScratchLease lease;
@@ -173,6 +180,7 @@ struct CallSlotCache {
   PyObject* keywords[kNumCallKeywords] = {};  // interned
   PyObject* reraise = nullptr;                // _core._reraise_pending
   PyObject* general_name = nullptr;           // "_call_general"
+  PyObject* traced_name = nullptr;            // "_call_traced"
 };
 
 // A C++ exception caught in the call slot, handed to nanobind's exception
@@ -195,17 +203,19 @@ void clear_call_slot_cache() {
   for (PyObject*& k : c.keywords) Py_CLEAR(k);
   Py_CLEAR(c.reraise);
   Py_CLEAR(c.general_name);
+  Py_CLEAR(c.traced_name);
 }
 
 bool init_call_slot_cache(CallSlotCache& c) {
   for (int i = 0; i < kNumCallKeywords; ++i)
     if (!(c.keywords[i] = PyUnicode_InternFromString(kCallKeywords[i]))) return false;
   c.general_name = PyUnicode_InternFromString("_call_general");
+  c.traced_name = PyUnicode_InternFromString("_call_traced");
   PyObject* module = PyImport_ImportModule("jitkernel._core");
   if (module == nullptr) return false;
   c.reraise = PyObject_GetAttrString(module, "_reraise_pending");
   Py_DECREF(module);
-  return c.general_name != nullptr && c.reraise != nullptr;
+  return c.general_name != nullptr && c.traced_name != nullptr && c.reraise != nullptr;
 }
 
 int keyword_index(const CallSlotCache& c, PyObject* key) {
@@ -258,6 +268,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
   // values[0] is self, then the keywords in `_call`'s order.
   PyObject* values[1 + kNumCallKeywords] = {self};
   PyObject** v = values + 1;
+  PyObject* python_path = c.general_name;
   try {
     read_call_keywords(c, Py_TYPE(self)->tp_name, args, kwargs, v);
     // Kernels made without names take the Python path (it picks the engine for the call's names).
@@ -269,6 +280,8 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
           .release()
           .ptr();
     }
+  } catch (const TracedArgument&) {
+    python_path = c.traced_name;  // traced arrays, or autograd: the framework records the call
   } catch (nb::python_error& e) {
     e.restore();
     return nullptr;
@@ -277,7 +290,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
     Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
     return nullptr;
   }
-  PyObject* method = PyObject_GetAttr(self, c.general_name);
+  PyObject* method = PyObject_GetAttr(self, python_path);
   if (method == nullptr) return nullptr;
   PyObject* result = PyObject_Vectorcall(method, values + 1, kNumCallKeywords, nullptr);
   Py_DECREF(method);
@@ -370,12 +383,30 @@ void bind(nb::module_& m) {
            "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none())
       .def("_compile", &compile_kernel, "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(),
            "arch"_a, "target"_a)
+      .def_prop_rw(
+          "_has_vjp", [](const PyCudaKernel& self) { return self.has_vjp; },
+          [](PyCudaKernel& self, bool on) { self.has_vjp = on; },
+          "Whether calls that torch autograd records take the Python path (internal: kernel.vjp sets it).")
       .def("_convert", &convert_only, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(),
            "Argument conversion of a call without the launch (to measure binding overhead).");
   g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
 
+  m.def(
+      "_expose_python_call",
+      [](nb::type_object cls, nb::handle fn) {
+        // Writes cls.__dict__["__call__"] without type.__setattr__, which would
+        // point tp_call at the Python function: CPython keeps calling the C
+        // slot, while TorchDynamo, which reads __call__ from the class dict to
+        // trace a call, finds the Python function (python/jitkernel/_traced_call.py).
+        auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
+        if (!PyType_IsSubtype(tp, g_kernel_type) || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+          throw nb::type_error("_expose_python_call: expected a Python subclass of CudaKernelBase");
+        if (PyDict_SetItemString(tp->tp_dict, "__call__", fn.ptr()) != 0) throw nb::python_error();
+        PyType_Modified(tp);
+      },
+      "cls"_a, "fn"_a, "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
   m.def("_reraise_pending", &reraise_pending,
         "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
   m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a,

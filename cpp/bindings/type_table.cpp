@@ -105,11 +105,20 @@ TypeInfo detect(PyTypeObject* tp) {
     return info;
   }
   info.framework = framework_of(tp);
+  PyTypeObject* tensor = framework_type(fc.torch_tensor, "torch", "Tensor");
   if (info.framework == Framework::Torch &&
-      (tp == framework_type(fc.torch_tensor, "torch", "Tensor") ||
-       tp == framework_type(fc.torch_parameter, "torch", "nn.Parameter"))) {
+      (tp == tensor || tp == framework_type(fc.torch_parameter, "torch", "nn.Parameter"))) {
     info.kind = Kind::TorchTensor;
     info.exchange = exchange_api_of(reinterpret_cast<PyObject*>(tp));
+  } else if (derives(tp, tensor)) {
+    // Subclasses (FakeTensor while torch traces, FunctionalTensor, wrappers that
+    // define __torch_dispatch__) hold no memory we may read: the call goes
+    // through jitkernel's torch.library op instead (traced_call.hpp).
+    info.kind = Kind::Traced;
+    info.framework = Framework::Torch;
+  } else if (derives(tp, framework_type(fc.jax_tracer, "jax", "core.Tracer"))) {
+    info.kind = Kind::Traced;
+    info.framework = Framework::Jax;
   } else if (type_has(tp, "__dlpack__") && type_has(tp, "__dlpack_device__")) {
     info.kind = Kind::DLPack;
   } else if (type_has(tp, "__array_interface__") || type_has(tp, "__array__")) {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import atexit as _atexit
 
-from . import _core
+from . import _core, _post_import
 from ._errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -96,6 +96,15 @@ def _install() -> None:
         normalize_dtype=_dtypes._normalize,
     )
     _atexit.register(_core._clear_caches)
+    # The torch.library ops, once torch is imported (now, if it is): torch.compile, torch.export and autograd find
+    # jitkernel's kernels as ops, and an exported program loads after `import jitkernel` (_torch_ops.py).
+    _post_import.when_imported("torch", _register_torch_ops)
+
+
+def _register_torch_ops(torch) -> None:
+    from . import _torch_ops
+
+    _torch_ops.register(torch)
 
 
 _install()

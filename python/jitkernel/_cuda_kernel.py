@@ -9,7 +9,7 @@ without names, the engine per name set (``_call_general``, shared with the Metal
 """
 from __future__ import annotations
 
-from . import _core
+from . import _core, _kernel_record, _traced_call
 from ._errors import ArgumentError, ArgumentTypeError
 from ._kernel_front import REQUIRED, KernelFront, bad_call, factory_args, str_arg
 
@@ -32,7 +32,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
-                 "shared_memory", "_impls")
+                 "shared_memory", "_impls", "_vjp", "_spec", "__weakref__")
 
     _factory = "cuda_kernel"
 
@@ -44,6 +44,23 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
                          source, header, ensure_row_contiguous, shared_memory)
         self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
         self.shared_memory = shared_memory
+        self._vjp = None
+        _kernel_record.kernel_spec(self)  # sets self._spec, read by traced calls
+
+    def vjp(self, backward):
+        """Attaches a backward to this kernel's calls (use as a decorator); returns ``backward``.
+
+        ``backward(primals, outputs, cotangents)`` gets a call's inputs (arrays and scalars, in order), its outputs
+        and the cotangents of the outputs (lists; dicts keyed by name in the dict form) and returns one cotangent
+        per input (None for scalars and inputs without one), usually by calling other jitkernel kernels. Calls
+        then differentiate under torch autograd (eager and torch.compile) and jax.grad."""
+        if not callable(backward):
+            raise ArgumentTypeError("backward", f"expected a function (primals, outputs, cotangents) -> input "
+                                                f"cotangents, got {type(backward).__name__}")
+        self._vjp = backward
+        self._has_vjp = True
+        _kernel_record.kernel_spec(self)
+        return backward
 
     @property
     def _impl(self):
@@ -80,6 +97,9 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         str_arg(target, "target")
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._compile(inputs, output_dtypes, template, arch, target)
+
+
+_traced_call.expose_to_dynamo(CudaKernel)
 
 
 def cuda_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,

@@ -10,6 +10,8 @@ only picks the engine for the names a call gives when the kernel was made withou
 """
 from __future__ import annotations
 
+import sys
+
 from . import _core
 from ._errors import ArgumentTypeError
 
@@ -134,9 +136,36 @@ class KernelFront:
                       outputs, verbose):
         """A call to a kernel made without names: the engine for the names the call's dicts give, which takes
         the call as it is (either form)."""
+        if self._traced(inputs, outputs):
+            return self._call_traced(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                     stream, outputs, verbose)
         in_names, *_, out_names, _ = self._names(inputs, output_shapes, output_dtypes, outputs, False)
         return self._impl_for(in_names, out_names)._call(inputs, output_shapes, output_dtypes, grid, threadgroup,
                                                          template, init_value, stream, outputs, verbose)
+
+    def _traced(self, inputs, outputs) -> bool:
+        """Whether a call of a kernel made without names must leave the eager path (what the C++ call slot
+        decides for kernels made with them): a traced array, or torch autograd with a backward attached."""
+        values = [v for arg in (inputs, outputs) if isinstance(arg, (list, tuple, dict))
+                  for v in (arg.values() if isinstance(arg, dict) else arg)]
+        torch, jax_core = sys.modules.get("torch"), sys.modules.get("jax.core")
+        if jax_core is not None and any(isinstance(v, jax_core.Tracer) for v in values):
+            return True
+        if torch is None:
+            return False
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        if any(type(v) not in (torch.Tensor, torch.nn.Parameter) for v in tensors):
+            return True
+        return (getattr(self, "_vjp", None) is not None and torch.is_grad_enabled()
+                and any(v.requires_grad for v in tensors))
+
+    def _call_traced(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
+                     outputs, verbose):
+        """A call that a framework records (python/jitkernel/_traced_call.py); the C++ call slot sends it here."""
+        from . import _traced_call
+
+        return _traced_call.call(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template,
+                                 init_value, stream, outputs, verbose)
 
     def _signature_args(self, inputs, output_dtypes):
         """(engine, inputs as a list, output_dtypes as a list) of a source()-like query in either form."""

@@ -7,7 +7,9 @@ compute-sanitizer runs with ``--show-backtrace device``: its host backtraces wal
 reference to every Python frame they saw, so with them the script's module (and every object it holds) outlives the
 interpreter and everything looks leaked (measured: the module frame's reference count grows to 64 with no Python
 referrer). The frameworks' own caching pools (torch, CuPy's device and pinned host pools) keep freed blocks until the process ends by design; the
-script empties them after dropping its inputs, so that what the sanitizer still sees live is ours alone.
+script empties them after dropping its inputs, so that what the sanitizer still sees live is ours alone. Outputs of
+torch and CuPy calls come from those pools too (docs/allocation.md), so the script drops them in both variants:
+what stays live then is what jitkernel itself still holds.
 """
 import os
 import shutil
@@ -65,8 +67,8 @@ jk.synchronize()
 last = kept[-1].cpu() if fw == "torch" else (kept[-1].get() if fw == "cupy" else kept[-1])
 assert float(np.asarray(last)[3]) == (12 if fw == "jkarray" else 6)   # jk.Array inputs are themselves doubled
 del a
-if drop:                        # the program drops its outputs itself; the kernel object stays
-    del kept, o
+if drop or fw in ("torch", "cupy"):  # the program drops its outputs itself; the kernel object stays.
+    del kept, o                 # torch / CuPy outputs come from their own pools, which keep live blocks at exit
 gc.collect()
 if fw == "cupy":
     import cupy

@@ -71,7 +71,7 @@ del out; gc.collect()
 """),
     "stream_reference_held_while_outputs_live": ("cupy", """
 import cupy as cp
-x = cp.zeros(N, cp.float32)
+x = call(np.zeros(N, np.float32))              # a jk.Array: outputs from jitkernel's pool (CuPy's come from CuPy's)
 s = cp.cuda.Stream(non_blocking=True)
 before = sys.getrefcount(s)
 a = call(x, stream=s)                           # one reference per call, however many outputs

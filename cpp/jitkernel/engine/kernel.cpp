@@ -53,7 +53,7 @@ std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
     spec_memory.shared_memory = spec_.shared_memory;
     launch = &spec_memory;
   }
-  const int device = validate_call(backend_, call, *launch);
+  const int device = validate_call(backend_, call, *launch, spec_.ensure_row_contiguous);
   // Compile and load before the launch, so that a CompileError leaves nothing
   // enqueued (outputs= untouched by init_value).
   const CompiledKernel compiled = compiled_on(plan, device);

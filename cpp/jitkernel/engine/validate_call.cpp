@@ -1,10 +1,11 @@
 // validate_call (validate_call.hpp): the checks every backend shares, in the
-// order users meet them: launch geometry signs, then outputs, then the
-// backend's own (memory, devices).
+// order users meet them: launch geometry signs, then outputs, then inputs
+// that alias outputs, then the backend's own (memory, devices).
 #include "jitkernel/engine/validate_call.hpp"
 
 #include <cstdint>
 #include <string>
+#include <variant>
 
 #include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
@@ -79,12 +80,54 @@ void validate_provided_outputs(const Backend& backend, const KernelCall& call) {
   }
 }
 
+// The bytes `v` can touch: [first, last) (empty for arrays of no elements).
+struct ByteRange {
+  std::uintptr_t first = 0, last = 0;
+};
+ByteRange byte_range(const ArrayView& v) {
+  std::int64_t low = 0, high = 0;
+  for (int d = 0; d < v.ndim(); ++d) {
+    if (v.shape[d] == 0) return {};
+    const std::int64_t reach = (v.shape[d] - 1) * v.strides[d];
+    (reach < 0 ? low : high) += reach;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(v.data);
+  const auto itemsize = static_cast<std::int64_t>(dtype_size(v.dtype));
+  return {base + static_cast<std::uintptr_t>(low * itemsize),
+          base + static_cast<std::uintptr_t>(high * itemsize + itemsize)};
+}
+
+// An input that is also an output (in-place) must be read where the kernel
+// writes: ensure_row_contiguous would hand the kernel a copy of a strided
+// input instead, so a strided input that overlaps an output is refused.
+void validate_aliasing(const KernelCall& call, bool ensure_row_contiguous) {
+  if (!ensure_row_contiguous || call.provided_outputs.empty()) return;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const auto* in = std::get_if<ArrayView>(&call.inputs[i]);
+    if (in == nullptr || in->row_contiguous()) continue;
+    const ByteRange a = byte_range(*in);
+    if (a.first == a.last) continue;
+    for (std::size_t j = 0; j < call.provided_outputs.size(); ++j) {
+      const ArrayView& out = call.provided_outputs[j];
+      const ByteRange b = byte_range(out);
+      if (out.device != in->device || b.first == b.last || a.last <= b.first || b.last <= a.first) continue;
+      throw ArgumentError("inputs", item_text("inputs", i) + " shares memory with " + item_text("outputs", j) +
+                                        " but is not row-contiguous: ensure_row_contiguous=True would "
+                                        "give the kernel a copy of it, not the memory it writes. Pass a "
+                                        "row-contiguous array, or make the kernel with "
+                                        "ensure_row_contiguous=False to read the strided array in place");
+    }
+  }
+}
+
 }  // namespace
 
-int validate_call(const Backend& backend, const KernelCall& call, const LaunchConfig& launch) {
+int validate_call(const Backend& backend, const KernelCall& call, const LaunchConfig& launch,
+                  bool ensure_row_contiguous) {
   validate_launch(launch);
   validate_output_layout(call);
   validate_provided_outputs(backend, call);
+  validate_aliasing(call, ensure_row_contiguous);
   return backend.resolve_device(call);
 }
 

@@ -288,7 +288,7 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   // Argument checks (launch.hpp's, then the binary's), then module and entry
   // point, all before prepare_call has side effects (uploads, init_value
   // fills of outputs=): a call that cannot run changes nothing.
-  const int device = validate_call(cuda_backend(), *args, args->launch);
+  const int device = validate_call(cuda_backend(), *args, args->launch, args->ensure_row_contiguous);
   const ContentKey key =
       call.content_digest ? *call.content_digest : content_key(call.compiled_source);
   std::shared_ptr<const BinaryImage> image = validate_binary(call, key);

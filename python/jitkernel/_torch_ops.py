@@ -1,0 +1,276 @@
+"""jitkernel kernels as torch.library ops, so that torch.compile, CUDA graphs, torch.export and autograd see them.
+
+Three ops, registered when torch is imported (``register``, through ``_post_import``; nothing happens before):
+
+    jitkernel::launch(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]
+    jitkernel::launch_vjp(...same...) -> Tensor[]          (with the kernel's backward as autograd formula)
+    jitkernel::launch_into(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats,
+                           Tensor(a!)[] outputs) -> ()
+
+``kernel`` and ``call`` are the spec and record strings of ``_kernel_record``; ``arrays`` the tensor inputs in
+order; ``ints`` grid, threadgroup, the output shapes and symbolic int scalars (``CallRecord``); ``floats`` symbolic
+float scalars. ``launch`` allocates its outputs with torch (so a CUDA graph capture takes them from torch's graph
+pool); ``launch_into`` writes caller-given outputs, declared mutated. Their fake implementations make outputs of the
+recorded shapes and dtypes, which is all torch's compiler needs; the real ones call the kernel eagerly.
+
+``call`` is what a traced kernel call runs: TorchDynamo traces it (so it is plain Python), and eager calls reach it
+for autograd. A backward attached with ``kernel.vjp`` is the op's autograd formula.
+"""
+from __future__ import annotations
+
+import atexit
+import sys
+from functools import lru_cache
+
+from . import _core, _kernel_record
+from ._dtypes import DType
+from ._errors import ArgumentError, ArgumentTypeError
+from ._traced_call import list_form
+
+_LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
+_SCHEMAS = {
+    "launch": _LAUNCH,
+    "launch_vjp": _LAUNCH,  # launch with the kernel's backward as its autograd formula
+    "launch_into": "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats, "
+                   "Tensor(a!)[] outputs) -> ()",
+}
+_library = None  # the torch.library.Library holding the ops (kept alive: dropping it unregisters them)
+_record = _kernel_record.call_record  # marked as a constant result for TorchDynamo by register()
+
+
+def compiling() -> bool:
+    """True while TorchDynamo traces (it folds this to a constant)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def register(torch) -> None:
+    """Defines the ops and their fake, real and autograd implementations (once)."""
+    global _library, _record
+    if _library is not None:
+        return
+    lib = torch.library.Library("jitkernel", "FRAGMENT")
+    for name, schema in _SCHEMAS.items():
+        lib.define(name + schema)
+    for name, real, fake in (("launch", _launch, _launch_fake), ("launch_vjp", _launch, _launch_fake),
+                             ("launch_into", _launch_into, _launch_into_fake)):
+        lib.impl(name, real, "CompositeExplicitAutograd")
+        torch.library.register_fake("jitkernel::" + name, fake, lib=lib)
+    # Only launch_vjp has an autograd formula: torch.library's autograd wrapper costs microseconds on every call,
+    # even without grad, so kernels without a backward take launch with detached inputs (outputs outside
+    # autograd, as eagerly).
+    torch.library.register_autograd("jitkernel::launch_vjp", _backward, setup_context=_setup_context, lib=lib)
+    _record = torch.compiler.assume_constant_result(_kernel_record.call_record)
+    _library = lib
+    atexit.register(_release_kernels)
+
+
+def _release_kernels() -> None:
+    """At exit: drops what holds kernel objects past the extension's teardown (the plans here, and TorchDynamo's
+    caches, whose guards keep the compiled functions' globals), so that the process exits without leaks."""
+    _plan.cache_clear()
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        try:
+            dynamo.reset()
+        except Exception:  # noqa: BLE001 - at exit, a reset that needs new imports may fail: the report is quieted
+            pass
+        # Even so, a compiled function's frame state keeps its module's globals (the user's kernels) past the
+        # extension's teardown, which nanobind would report as leaks of ours: quiet them for this exit only.
+        _core._quiet_leak_warnings()
+
+
+# ---------------------------------------------------------------------------
+# Recording a call (traced by TorchDynamo: plain Python only).
+
+def _constant(value):
+    """A template or dtype value as a Python constant TorchDynamo can hand to the record."""
+    return value.name if isinstance(value, DType) else value
+
+
+def _scalar_entry(value, ints: list, floats: list):
+    """An int or float scalar input goes into ``ints`` / ``floats`` (TorchDynamo shows a symbolic int as a plain
+    int, so every one is passed as a value): at run time it gets the type an eager call gives it."""
+    if isinstance(value, bool):
+        return ("scalar", "bool", value)
+    if isinstance(value, int):
+        ints.append(value)
+        return ("scalar", "int", None)
+    if isinstance(value, float):
+        floats.append(value)
+        return ("scalar", "float", None)
+    raise ArgumentTypeError("inputs", f"a traced torch call takes torch tensors and Python int, float and bool "
+                                      f"scalars as inputs, got {type(value).__name__}")
+
+
+def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream, outputs,
+         verbose):
+    """The kernel call as ``jitkernel::launch`` (or ``launch_into`` with ``outputs=``); returns what an eager call
+    returns (a list, or a dict in the dict form)."""
+    import torch
+
+    if stream is not None:
+        raise ArgumentTypeError("stream", "a traced torch call runs on torch's current stream; omit stream= and "
+                                          "use `with torch.cuda.stream(s):` instead")
+    c = list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
+                  verbose)
+    shapes = c.output_shapes if c.output_shapes is not None else [tuple(o.shape) for o in c.outputs or ()]
+    dtypes = c.output_dtypes if c.output_dtypes is not None else [o.dtype for o in c.outputs or ()]
+    ints = list(c.grid) + list(c.threadgroup)
+    for shape in shapes:
+        ints.extend(shape)
+    arrays, floats, entries = [], [], []
+    for value in c.inputs:
+        if isinstance(value, torch.Tensor):
+            arrays.append(value)
+            entries.append(("array",))
+        else:
+            entries.append(_scalar_entry(value, ints, floats))
+    template_values = tuple((name, _constant(v)) for name, v in c.template) if c.template else ()
+    record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
+                     tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
+    spec = kernel._spec
+    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and any(a.requires_grad for a in arrays)
+    if not differentiable:
+        arrays = [a.detach() for a in arrays]
+    if c.outputs is None:
+        launch = torch.ops.jitkernel.launch_vjp if differentiable else torch.ops.jitkernel.launch
+        results = launch(spec, record, arrays, ints, floats)
+    else:
+        if differentiable:
+            raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
+                                           "it; omit outputs= (or run under torch.no_grad())")
+        torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
+        results = c.outputs
+    return dict(zip(c.output_names, results)) if c.dict_form else list(results)
+
+
+# ---------------------------------------------------------------------------
+# Running a recorded call.
+
+class _Plan:
+    """One (kernel, call) pair of strings, decoded once: the engine and how to rebuild the call's arguments."""
+
+    def __init__(self, spec: str, record: str):
+        kernel = _kernel_record.kernel_for(spec)
+        self.kernel = kernel
+        self.record = r = _kernel_record.decode(record)
+        self.engine = kernel._impl_for(r.input_names, r.output_names)
+        self.n_shape = sum(r.output_ranks)
+
+    def inputs(self, arrays, ints, floats) -> list:
+        it_arrays, it_ints, it_floats = iter(arrays), iter(ints[6 + self.n_shape:]), iter(floats)
+        out = []
+        for entry in self.record.inputs:
+            if entry[0] == "array":
+                out.append(next(it_arrays))
+            elif entry[2] is not None:
+                out.append(entry[2])
+            else:
+                out.append(next(it_floats) if entry[1] == "float" else next(it_ints))
+        return out
+
+    def shapes(self, ints) -> list:
+        shapes, at = [], 6
+        for rank in self.record.output_ranks:
+            shapes.append(tuple(ints[at:at + rank]))
+            at += rank
+        return shapes
+
+    def run(self, arrays, ints, floats, outputs):
+        """Runs the call eagerly; without ``outputs`` they come from torch's allocator through the call path."""
+        r = self.record
+        tensor = _torch().Tensor  # a subclass without __torch_dispatch__ arrives as itself: read its memory
+        plain = [a if type(a) is tensor else a.as_subclass(tensor) for a in arrays]
+        shapes, dtypes = (None, None) if outputs is not None else (self.shapes(ints), list(r.output_dtypes))
+        return self.engine._call(self.inputs(plain, ints, floats), shapes, dtypes, tuple(ints[0:3]),
+                                 tuple(ints[3:6]), list(r.template) or None, r.init_value, None, outputs, r.verbose)
+
+
+def _torch():
+    return sys.modules["torch"]
+
+
+@lru_cache(maxsize=1024)
+def _plan(spec: str, record: str) -> _Plan:
+    return _Plan(spec, record)
+
+
+def _device(torch, arrays):
+    return arrays[0].device if arrays else torch.device("cuda", torch.cuda.current_device())
+
+
+def _torch_dtype(torch, dtype):
+    return getattr(torch, "bool" if dtype.name == "bool" else dtype.name)
+
+
+def _empty_outputs(torch, plan, arrays, ints, factory):
+    device = _device(torch, arrays)
+    return [factory(shape, dtype=_torch_dtype(torch, d), device=device)
+            for shape, d in zip(plan.shapes(ints), plan.record.output_dtypes)]
+
+
+def _launch(kernel, call, arrays, ints, floats):
+    plan = _plan(kernel, call)
+    if arrays:  # tensor inputs: the outputs are torch's, on their device and stream
+        return plan.run(arrays, ints, floats, None)
+    torch = _torch()
+    outputs = _empty_outputs(torch, plan, arrays, ints, torch.empty)
+    plan.run(arrays, ints, floats, outputs)
+    return outputs
+
+
+def _launch_into(kernel, call, arrays, ints, floats, outputs):
+    _plan(kernel, call).run(arrays, ints, floats, list(outputs))
+
+
+def _launch_fake(kernel, call, arrays, ints, floats):
+    torch = _torch()
+    return _empty_outputs(torch, _plan(kernel, call), arrays, ints, torch.empty)
+
+
+def _launch_into_fake(kernel, call, arrays, ints, floats, outputs):
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Autograd: the kernel's vjp as the op's backward.
+
+def _setup_context(ctx, inputs, output):
+    kernel, call, arrays, ints, floats = inputs
+    ctx.spec, ctx.call, ctx.ints, ctx.floats, ctx.n_arrays = kernel, call, list(ints), list(floats), len(arrays)
+    ctx.save_for_backward(*arrays, *output)
+
+
+def _backward(ctx, grads):
+    torch = _torch()
+    plan = _plan(ctx.spec, ctx.call)
+    vjp = plan.kernel._vjp
+    r = plan.record
+    if vjp is None:
+        raise ArgumentError("kernel", f"kernel {plan.kernel.name!r} has no backward: attach one with "
+                                      f"@kernel.vjp (a function of primals, outputs, cotangents)")
+    saved = ctx.saved_tensors
+    arrays, outputs = list(saved[:ctx.n_arrays]), list(saved[ctx.n_arrays:])
+    primals = plan.inputs(arrays, ctx.ints, ctx.floats)
+    cotangents = [torch.zeros_like(o) if g is None else g for g, o in zip(grads, outputs)]
+    if r.dict_form:
+        primals, outputs, cotangents = (dict(zip(names, values)) for names, values in (
+            (r.input_names, primals), (r.output_names, outputs), (r.output_names, cotangents)))
+    result = vjp(primals, outputs, cotangents)
+    array_grads = _array_grads(plan, result)
+    # torch.library matches the returned structure with the inputs': a list of non-tensors is one leaf (None),
+    # an empty list a list.
+    return (None, None, array_grads, None if ctx.ints else [], None if ctx.floats else [])
+
+
+def _array_grads(plan, result) -> list:
+    """The vjp's result (one entry per input, or a dict in the dict form) reduced to the tensor inputs' grads."""
+    r = plan.record
+    if isinstance(result, dict):
+        result = [result.get(name) for name in r.input_names]
+    result = list(result) if isinstance(result, (list, tuple)) else None
+    if result is None or len(result) != len(r.inputs):
+        raise ArgumentError("vjp", f"the backward of kernel {plan.kernel.name!r} must return one cotangent per "
+                                   f"input ({len(r.inputs)}: {', '.join(r.input_names)}), None for scalars")
+    return [g for g, entry in zip(result, r.inputs) if entry[0] == "array"]

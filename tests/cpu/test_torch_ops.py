@@ -1,0 +1,237 @@
+"""jitkernel kernels as torch.library ops, checked without a GPU: registration when torch is imported (and not
+before), the graphs torch.compile and torch.export record (one op, no graph break, symbolic sizes kept symbolic),
+the fake implementations' shapes and dtypes, the records' round trip, and the errors of traced calls. Running the ops
+needs a GPU: tests/gpu/test_torch_compile_gpu.py."""
+import subprocess
+import sys
+
+import pytest
+
+import jitkernel as jk
+from jitkernel import _kernel_record
+
+torch = pytest.importorskip("torch")
+
+SOURCE = "auto i = blockIdx.x * blockDim.x + threadIdx.x; if (i < inp_shape[0]) out[i] = exp(inp[i]) * s[0];"
+
+
+def _kernel(name="myexp"):
+    return jk.cuda_kernel(name=name, input_names=["inp", "s"], output_names=["out"], source=SOURCE)
+
+
+KERNEL = _kernel()
+
+
+def _call(x, s=2.0, kernel=KERNEL):
+    return kernel(inputs=[x, s], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.numel(), 1, 1),
+                  threadgroup=(256, 1, 1))[0]
+
+
+class _Graphs:
+    """A torch.compile backend that keeps each graph and returns zeros (the op itself cannot run without a GPU)."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+
+        def run(*args):
+            return tuple(torch.zeros(()) for _ in gm.graph.find_nodes(op="output")[0].args[0])
+
+        return run
+
+
+def _launch_nodes(gm):
+    return [n for n in gm.graph.nodes if n.op == "call_function" and "jitkernel" in str(n.target)]
+
+
+def _run(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_import_jitkernel_imports_no_torch():
+    proc = _run("import sys, jitkernel; assert 'torch' not in sys.modules, 'torch imported'")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("order", ["jitkernel first", "torch first"])
+def test_ops_registered_whichever_is_imported_first(order):
+    imports = "import jitkernel, torch" if order == "jitkernel first" else "import torch, jitkernel"
+    proc = _run(imports + "; print(torch.ops.jitkernel.launch.default._schema);"
+                          "print(torch.ops.jitkernel.launch_into.default._schema)")
+    assert proc.returncode == 0, proc.stderr
+    assert "jitkernel::launch(str kernel, str call, Tensor[] arrays, SymInt[] ints" in proc.stdout
+    assert "Tensor(a!)[] outputs" in proc.stdout
+    proc = _run(imports + "; print(torch.ops.jitkernel.launch_vjp.default._schema)")
+    assert "jitkernel::launch_vjp(str kernel" in proc.stdout, proc.stderr
+
+
+def test_compile_fullgraph_records_one_op():
+    graphs = _Graphs()
+    f = torch.compile(lambda x: _call(x) * 2, backend=graphs, fullgraph=True)
+    f(torch.randn(8))
+    (gm,) = graphs.graphs
+    (node,) = _launch_nodes(gm)
+    assert node.target in (torch.ops.jitkernel.launch, torch.ops.jitkernel.launch.default)
+    spec, record = node.args[0], node.args[1]
+    assert _kernel_record.kernel_for(spec) is KERNEL
+    r = _kernel_record.decode(record)
+    assert r.inputs == (("array",), ("scalar", "float", None)) and node.args[4] == [2.0]
+    assert r.output_dtypes == (jk.float32,) and r.output_ranks == (1,)
+
+
+def test_explain_counts_no_graph_break():
+    explain = torch._dynamo.explain(lambda x: _call(x) + 1)
+    with pytest.raises(jk.JitKernelError):  # the graph runs the op on a CPU tensor: no GPU here
+        explain(torch.randn(4))
+    torch._dynamo.reset()
+    graphs = _Graphs()
+    torch.compile(lambda x: _call(x) + 1, backend=graphs)(torch.randn(4))
+    assert len(graphs.graphs) == 1
+
+
+def test_dynamic_shapes_stay_symbolic():
+    graphs = _Graphs()
+    f = torch.compile(lambda x: _call(x), backend=graphs, fullgraph=True, dynamic=True)
+    f(torch.randn(8))
+    f(torch.randn(13))
+    assert len(graphs.graphs) == 1  # one graph for both sizes: grid and shapes were not pinned
+    (node,) = _launch_nodes(graphs.graphs[0])
+    ints = node.args[3]
+    assert any(isinstance(i, torch.fx.Node) for i in ints), ints
+
+
+def test_symbolic_int_scalar_input_stays_symbolic():
+    graphs = _Graphs()
+    f = torch.compile(lambda x: _call(x, s=x.shape[0] + 1), backend=graphs, fullgraph=True, dynamic=True)
+    f(torch.randn(8))
+    f(torch.randn(9))
+    assert len(graphs.graphs) == 1
+    (node,) = _launch_nodes(graphs.graphs[0])
+    assert _kernel_record.decode(node.args[1]).inputs[1] == ("scalar", "int", None)
+    assert isinstance(node.args[3][-1], torch.fx.Node)  # the scalar: last of ints, computed in the graph
+
+
+def test_dict_form_and_template_inside_compile():
+    kernel = jk.cuda_kernel(name="tmpl", source="out[0] = (T)inp[0] * N;")
+    graphs = _Graphs()
+
+    def f(x):
+        return kernel(inputs={"inp": x}, output_shapes={"out": (1,)}, output_dtypes={"out": jk.float16},
+                      grid=(1, 1, 1), threadgroup=(1, 1, 1), template=[("T", jk.float16), ("N", 3)])["out"]
+
+    torch.compile(f, backend=graphs, fullgraph=True)(torch.randn(2))
+    (node,) = _launch_nodes(graphs.graphs[0])
+    r = _kernel_record.decode(node.args[1])
+    assert r.dict_form and r.input_names == ("inp",) and r.output_names == ("out",)
+    assert r.template == (("T", jk.float16), ("N", 3)) and r.output_dtypes == (jk.float16,)
+
+
+def test_outputs_given_are_declared_mutated():
+    graphs = _Graphs()
+
+    def f(x, y):
+        KERNEL(inputs=[x, 1.0], grid=(4, 1, 1), threadgroup=(4, 1, 1), outputs=[y])
+        return y
+
+    torch.compile(f, backend=graphs, fullgraph=True)(torch.randn(4), torch.empty(4))
+    (node,) = _launch_nodes(graphs.graphs[0])
+    assert node.target in (torch.ops.jitkernel.launch_into, torch.ops.jitkernel.launch_into.default)
+
+
+def test_in_place_input_also_output_exports():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            KERNEL(inputs=[x, 1.0], grid=(4, 1, 1), threadgroup=(4, 1, 1), outputs=[x])
+            return x
+
+    ep = torch.export.export(M(), (torch.randn(4),))
+    code = ep.graph_module.code
+    assert "jitkernel.launch_into" in code
+
+
+def test_fake_tensors_give_declared_shapes_and_dtypes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    two = jk.cuda_kernel(name="two", input_names=["a"], output_names=["b", "c"], source="b[0] = a[0]; c[0] = 1;")
+    with FakeTensorMode():
+        a = torch.empty(5, 3)
+        b, c = two(inputs=[a], output_shapes=[(5, 3), (7,)], output_dtypes=[jk.float16, torch.int32],
+                   grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    assert (b.shape, b.dtype) == ((5, 3), torch.float16)
+    assert (c.shape, c.dtype) == ((7,), torch.int32)
+
+
+def test_export_dynamic_and_reload_in_a_new_process(tmp_path):
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return _call(x)
+
+    n = torch.export.Dim("n")
+    ep = torch.export.export(M(), (torch.randn(8),), dynamic_shapes={"x": {0: n}})
+    assert len([x for x in ep.graph.nodes if "jitkernel" in str(x.target)]) == 1
+    path = tmp_path / "m.pt2"
+    torch.export.save(ep, path)
+    proc = _run(f"import jitkernel, torch; ep = torch.export.load({str(path)!r}); "
+                f"print([str(n.target) for n in ep.graph.nodes if 'jitkernel' in str(n.target)])")
+    assert proc.returncode == 0, proc.stderr
+    assert "jitkernel.launch.default" in proc.stdout
+
+
+def test_spec_rebuilds_the_kernel():
+    spec = KERNEL._spec
+    fields = __import__("json").loads(spec)
+    assert fields["source"] == SOURCE and fields["input_names"] == ["inp", "s"]
+    del _kernel_record._kernels[spec]
+    try:
+        rebuilt = _kernel_record.kernel_for(spec)
+        assert rebuilt is not KERNEL and rebuilt.source_text == SOURCE and rebuilt.output_names == ("out",)
+    finally:
+        _kernel_record._kernels[spec] = KERNEL
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"name": 1}', "null"])
+def test_malformed_strings_are_typed_errors(text):
+    with pytest.raises(jk.ArgumentError, match="kernel spec"):
+        _kernel_record.kernel_for(text)
+    with pytest.raises(jk.ArgumentError, match="call record"):
+        _kernel_record.decode(text)
+
+
+def test_traced_call_errors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(4)
+        with pytest.raises(jk.ArgumentTypeError, match="stream"):
+            KERNEL(inputs=[x, 1.0], output_shapes=[(4,)], output_dtypes=[x.dtype], grid=(4, 1, 1),
+                   threadgroup=(4, 1, 1), stream=0)
+        with pytest.raises(jk.ArgumentTypeError, match="scalars"):
+            KERNEL(inputs=[x, "s"], output_shapes=[(4,)], output_dtypes=[x.dtype], grid=(4, 1, 1),
+                   threadgroup=(4, 1, 1))
+        with pytest.raises(jk.ArgumentError, match="do not match"):
+            KERNEL(inputs={"inp": x}, output_shapes={"out": (4,)}, output_dtypes={"out": x.dtype},
+                   grid=(4, 1, 1), threadgroup=(4, 1, 1))
+
+
+def test_vjp_takes_a_function_and_changes_the_spec():
+    kernel = _kernel("with_vjp")
+    before = kernel._spec
+    with pytest.raises(jk.ArgumentTypeError, match="backward"):
+        kernel.vjp(3)
+
+    @kernel.vjp
+    def backward(primals, outputs, cotangents):
+        return [cotangents[0], None]
+
+    assert kernel._vjp is backward and kernel._has_vjp
+    assert kernel._spec != before and _kernel_record.kernel_for(kernel._spec) is kernel
+
+
+def test_dynamo_sees_python_call_cpython_the_c_slot():
+    assert type(KERNEL).__call__.__name__ == "dynamo_call"
+    assert type(KERNEL).__dict__["__call__"] is type(KERNEL).__call__
+    # CPython still calls the C slot: its keyword errors come from C++ (the message names the type's __call__).
+    with pytest.raises(jk.ArgumentTypeError, match=r"CudaKernel.__call__\(\) got an unexpected keyword"):
+        KERNEL(inputs=[], grid=(1, 1, 1), threadgroup=(1, 1, 1), bogus=1)
