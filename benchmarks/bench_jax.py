@@ -8,7 +8,6 @@ Run on a GPU machine with jax[cuda]; results go in benchmarks/results/ by hand (
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import statistics
 import time
@@ -20,25 +19,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
-from jitkernel import _jax_call  # noqa: E402
-
-try:
-    from jitkernel._traced_call import TracedCall
-except ImportError:  # until the lead's TracedCall lands: the same fields
-    @dataclasses.dataclass
-    class TracedCall:
-        input_names: tuple
-        output_names: tuple
-        inputs: list
-        output_shapes: list
-        output_dtypes: list
-        grid: tuple
-        threadgroup: tuple
-        template: list | None = None
-        init_value: object = None
-        outputs: list | None = None
-        verbose: bool = False
-        dict_form: bool = False
 
 EXP = jk.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"],
                      source="const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n"
@@ -46,9 +26,8 @@ EXP = jk.cuda_kernel(name="bench_exp", input_names=["inp"], output_names=["out"]
 
 
 def jk_exp(x):
-    call = TracedCall(("inp",), ("out",), [x], [x.shape], [jk.float32], (x.size, 1, 1), (256, 1, 1),
-                      [("N", x.size)])
-    return _jax_call.call(EXP, call)[0]
+    return EXP(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.size, 1, 1),
+               threadgroup=(256, 1, 1), template=[("N", x.size)])[0]
 
 
 def per_call_us(f, x, runs: int) -> float:

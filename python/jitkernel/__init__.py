@@ -99,12 +99,20 @@ def _install() -> None:
     # The torch.library ops, once torch is imported (now, if it is): torch.compile, torch.export and autograd find
     # jitkernel's kernels as ops, and an exported program loads after `import jitkernel` (_torch_ops.py).
     _post_import.when_imported("torch", _register_torch_ops)
+    # The XLA FFI target, once jax is imported: jitted programs (also ones from JAX's cache) find it (_jax_call.py).
+    _post_import.when_imported("jax", _register_jax_target)
 
 
 def _register_torch_ops(torch) -> None:
     from . import _torch_ops
 
     _torch_ops.register(torch)
+
+
+def _register_jax_target(jax) -> None:
+    from . import _jax_call
+
+    _jax_call.register(jax)
 
 
 _install()

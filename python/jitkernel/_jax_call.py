@@ -13,11 +13,12 @@ codegen and compile errors are raised here with jitkernel's types and XLA's stag
   one that is not an input is passed as an extra operand aliased to that output. The call returns new arrays
   (JAX is functional); under ``jax.jit(..., donate_argnums=...)`` XLA writes into the donated buffer.
 - ``vmap``: ``vmap_method="sequential"``: the kernel runs once per batch element (a loop in the program).
-- Gradients: ``kernel.vjp(fn)`` (the ``_vjp`` slot) wraps the call in ``jax.custom_vjp``;
-  ``fn(primals, outputs, cotangents)`` returns one cotangent per input (None for scalars or zero).
+- Gradients: ``kernel.vjp(fn)`` wraps the call in ``jax.custom_vjp``; ``fn(primals, outputs, cotangents)`` (lists,
+  or dicts keyed by name in the dict form) returns one cotangent per input (None for scalars or zero).
 - Lowering for a platform other than CUDA raises ArgumentError naming the platform.
 
-jax is imported only when a call is traced; ``register()`` is idempotent.
+The target is registered once jax is imported (``_post_import.when_imported``, set up by ``import jitkernel``, which
+imports no jax), so a program JAX loads from its persistent cache finds it; ``register()`` is idempotent.
 """
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ _registered = False
 _guard = None  # the platform-check primitive, made on first use
 
 
-def register() -> None:
-    """Registers the FFI target with JAX for the CUDA platform (once per process)."""
+def register(jax_module=None) -> None:
+    """Registers the FFI target with JAX for the CUDA platform (once per process; the argument is unused)."""
     global _registered
     with _lock:
         if _registered:
@@ -225,7 +226,13 @@ def _differentiable(kernel, call, plan: _Plan, run):
         primals = list(call.inputs)
         for k, pos in enumerate(plan.array_positions):
             primals[pos] = operands[k]
-        grads = backward(primals, list(outs), list(cotangents))
+        if call.dict_form:  # the backward sees the call's form: dicts keyed by name
+            grads = backward(dict(zip(call.input_names, primals)), dict(zip(call.output_names, outs)),
+                             dict(zip(call.output_names, cotangents)))
+            if isinstance(grads, dict):
+                grads = [grads.get(name) for name in call.input_names]
+        else:
+            grads = backward(primals, list(outs), list(cotangents))
         return _input_cotangents(kernel, grads, primals, plan, operands[n_arrays:])
 
     f.defvjp(fwd, bwd)

@@ -4,7 +4,6 @@ outputs= aliasing and gradients lower as documented; the attribute parser and th
 input with typed errors (driven through test hooks, no XLA)."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 import struct
@@ -22,47 +21,18 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 from jitkernel import _jax_call  # noqa: E402
 
-try:
-    from jitkernel._traced_call import TracedCall
-except ImportError:  # until the lead's TracedCall lands: the same fields
-    @dataclasses.dataclass
-    class TracedCall:
-        input_names: tuple
-        output_names: tuple
-        inputs: list
-        output_shapes: list
-        output_dtypes: list
-        grid: tuple
-        threadgroup: tuple
-        template: list | None = None
-        init_value: object = None
-        outputs: list | None = None
-        verbose: bool = False
-        dict_form: bool = False
-
 SCALE = jk.cuda_kernel(name="scale_exp", input_names=["inp", "s"], output_names=["out"],
                        source="auto i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                               "if (i < inp_shape[0] * inp_shape[1]) out[i] = exp(inp[i]) * s;")
 
 
 def scale_exp(x, s=2.0, outputs=None, kernel=SCALE, dict_form=False):
-    call = TracedCall(("inp", "s"), ("out",), [x, s], [x.shape], [jk.float32], (x.size, 1, 1), (256, 1, 1),
-                      [("T", jk.float32)], outputs=outputs, dict_form=dict_form)
-    out = _jax_call.call(kernel, call)
-    return out if dict_form else out[0]
-
-
-def attach_vjp(kernel, fn):
-    """kernel.vjp(fn) once the kernel type has it; until then the `_vjp` slot of a subclass."""
-    if hasattr(type(kernel), "vjp"):
-        kernel.vjp(fn)
-    else:
-        kernel._vjp = fn
-    return kernel
-
-
-class VjpKernel(jk.CudaKernel):
-    __slots__ = () if "_vjp" in getattr(jk.CudaKernel, "__slots__", ()) else ("_vjp",)
+    launch = dict(grid=(x.size, 1, 1), threadgroup=(256, 1, 1), template=[("T", jk.float32)])
+    if dict_form:
+        return kernel(inputs={"inp": x, "s": s}, output_shapes={"out": x.shape}, output_dtypes={"out": jk.float32},
+                      **launch)
+    return kernel(inputs=[x, s], output_shapes=[x.shape], output_dtypes=[jk.float32], outputs=outputs,
+                  **launch)[0]
 
 
 def cuda_text(f, *args) -> str:
@@ -116,9 +86,8 @@ def test_running_or_lowering_for_cpu_is_a_jitkernel_error_naming_the_platform():
 
 def test_codegen_errors_are_raised_while_tracing():
     def f(x):
-        call = TracedCall(("inp", "s"), ("out",), [x, 2.0], [x.shape], [jk.float32], (32, 1, 1), (32, 1, 1),
-                          [("inp", 3)])
-        return _jax_call.call(SCALE, call)
+        return SCALE(inputs=[x, 2.0], output_shapes=[x.shape], output_dtypes=[jk.float32], grid=(32, 1, 1),
+                     threadgroup=(32, 1, 1), template=[("inp", 3)])
 
     with pytest.raises(jk.ArgumentError, match="template"):
         cuda_text(f, X)
@@ -136,14 +105,22 @@ def test_outputs_aliasing_an_input_and_an_extra_operand():
     assert "operand_index = 1" in hlo and _core._xla_parse(attribute_text(hlo))["extra_operands"] == 1
     with pytest.raises(jk.ArgumentError, match="outputs"):
         two = jk.cuda_kernel(name="two", input_names=["a"], output_names=["p", "q"], source="")
-        cuda_text(lambda x: _jax_call.call(two, TracedCall(("a",), ("p", "q"), [x], [x.shape] * 2,
-                                                           [jk.float32] * 2, (1, 1, 1), (1, 1, 1),
-                                                           outputs=[x, x])), X)
+        cuda_text(lambda x: two(inputs=[x], outputs=[x, x], grid=(1, 1, 1), threadgroup=(1, 1, 1)), X)
 
 
-def test_dict_form_returns_outputs_by_name():
+def test_dict_form_returns_outputs_by_name_and_its_backward_sees_dicts():
     out = jax.eval_shape(lambda x: scale_exp(x, dict_form=True), X)
     assert list(out) == ["out"] and out["out"].shape == (4, 8)
+    kernel = jk.cuda_kernel("scale_exp_dict", ["inp", "s"], ["out"], SCALE.source_text)
+    seen = []
+
+    @kernel.vjp
+    def backward(primals, outs, cts):
+        seen.append((sorted(primals), sorted(outs), sorted(cts)))
+        return {"inp": outs["out"] * cts["out"]}
+
+    cuda_text(jax.grad(lambda x: scale_exp(x, kernel=kernel, dict_form=True)["out"].sum()), X)
+    assert seen == [(["inp", "s"], ["out"], ["out"])]
 
 
 def test_grad_without_a_backward_says_to_attach_one():
@@ -152,11 +129,11 @@ def test_grad_without_a_backward_says_to_attach_one():
 
 
 def test_grad_with_a_backward_lowers_forward_and_backward_kernels():
-    kernel = VjpKernel("scale_exp_vjp", ["inp", "s"], ["out"], SCALE.source_text, "", True, 0)
-    attach_vjp(kernel, lambda primals, outs, cts: [scale_exp(primals[0], primals[1]) * cts[0], None])
+    kernel = jk.cuda_kernel("scale_exp_vjp", ["inp", "s"], ["out"], SCALE.source_text)
+    kernel.vjp(lambda primals, outs, cts: [scale_exp(primals[0], primals[1]) * cts[0], None])
     hlo = cuda_text(jax.grad(lambda x: (scale_exp(x, kernel=kernel) ** 2).sum()), X)
     assert hlo.count(f"@{_jax_call.TARGET}(") == 2
-    attach_vjp(kernel, lambda primals, outs, cts: [cts[0]])
+    kernel.vjp(lambda primals, outs, cts: [cts[0]])
     with pytest.raises(jk.ArgumentError, match="one cotangent per input"):
         cuda_text(jax.grad(lambda x: scale_exp(x, kernel=kernel).sum()), X)
 
@@ -223,16 +200,17 @@ def test_handler_instantiate_stage_answers_with_ffi_errors():
     assert "jitkernel: instantiate stage" in _core._xla_run_instantiate(names, key_of(names))
 
 
-def test_import_jitkernel_imports_no_jax():
-    code = "import sys, jitkernel, jitkernel._jax_call; assert 'jax' not in sys.modules"
+def test_import_jitkernel_imports_no_jax_and_registers_the_target_once_jax_is_imported():
+    code = ("import sys, jitkernel, jitkernel._jax_call as j; assert 'jax' not in sys.modules; "
+            "assert not j._registered; import jax; assert j._registered")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_bfloat16_and_init_value_lowering():
     x = jnp.ones((8,), jnp.bfloat16)
     k = jk.cuda_kernel(name="fill_bf16", input_names=["a"], output_names=["o"], source="o[0] = a[0];")
-    f = lambda x: _jax_call.call(k, TracedCall(("a",), ("o",), [x], [x.shape], [jk.bfloat16], (1, 1, 1),
-                                               (1, 1, 1), init_value=1.5))[0]
+    f = lambda x: k(inputs=[x], output_shapes=[x.shape], output_dtypes=[jk.bfloat16], grid=(1, 1, 1),
+                    threadgroup=(1, 1, 1), init_value=1.5)[0]
     parsed = _core._xla_parse(attribute_text(cuda_text(f, x)))
     assert parsed["inputs"] == [("a", "bfloat16", [8])] and parsed["init_value"] == 1.5
     assert np.dtype(jax.eval_shape(f, x).dtype) == np.dtype(jnp.bfloat16)

@@ -5,8 +5,10 @@
 // which XLA asks a handler for its API version and traits. Every struct
 // starts with its size; the handler checks the sizes XLA passes against
 // these declarations (and the API's version) and refuses a layout it does
-// not know with an error instead of reading past it. Layouts follow FFI API
-// version 0.x as shipped by jaxlib 0.10 and 0.11 (checked against both).
+// not know with an error instead of reading past it. The layouts here are
+// the same in FFI API 0.3 (jaxlib 0.10) and 0.4 (jaxlib 0.11, which accepts
+// handlers that report 0.3); later changes in those versions touch only
+// structs and entries this file does not use.
 #pragma once
 
 #include <cstddef>
