@@ -11,19 +11,19 @@ import subprocess
 import sys
 import textwrap
 
-from _gpu_util import INDEX  # noqa: F401  (also keeps JAX from preallocating the GPU)
+from _gpu_util import INDEX  # also keeps JAX from preallocating the GPU
 
 import numpy as np
 import pytest
 
 import jitkernel as jk
 
-
 pytestmark = pytest.mark.gpu
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 from jitkernel import _jax_call  # noqa: E402
 from jitkernel._traced_call import list_form  # noqa: E402
+
 
 @pytest.fixture(autouse=True)
 def _jax_gpu():
