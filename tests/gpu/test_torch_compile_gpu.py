@@ -196,18 +196,3 @@ print("rank ok", rank)
 dist.destroy_process_group()
 ''' % os.path.dirname(os.path.abspath(__file__))
 
-
-def _readme_example(heading):
-    import pathlib
-    import re
-
-    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split(heading, 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def test_readme_pytorch_example_runs(torch):
-    scope = {}
-    exec(compile(_readme_example("## PyTorch: torch.compile"), "README.md", "exec"), scope)
-    x = scope["x"]
-    torch.testing.assert_close(x.grad, torch.sigmoid(x.detach()))
