@@ -38,17 +38,20 @@ _library = None  # the torch.library.Library holding the ops (kept alive: droppi
 _record = _kernel_record.call_record  # marked as a constant result for TorchDynamo by register()
 
 
+_torch_module = None  # torch, once register() ran (a module global: TorchDynamo must not walk sys.modules)
+
+
 def compiling() -> bool:
     """True while TorchDynamo traces (it folds this to a constant)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
+    return _torch_module is not None and _torch_module.compiler.is_compiling()
 
 
 def register(torch) -> None:
     """Defines the ops and their fake, real and autograd implementations (once)."""
-    global _library, _record
+    global _library, _record, _torch_module
     if _library is not None:
         return
+    _torch_module = torch
     lib = torch.library.Library("jitkernel", "FRAGMENT")
     for name, schema in _SCHEMAS.items():
         lib.define(name + schema)
@@ -213,6 +216,7 @@ def _empty_outputs(torch, plan, arrays, ints, factory):
 def _launch(kernel, call, arrays, ints, floats):
     plan = _plan(kernel, call)
     if arrays:  # tensor inputs: the outputs are torch's, on their device and stream
+        _cuda_only(arrays)
         return plan.run(arrays, ints, floats, None)
     torch = _torch()
     outputs = _empty_outputs(torch, plan, arrays, ints, torch.empty)
@@ -221,7 +225,17 @@ def _launch(kernel, call, arrays, ints, floats):
 
 
 def _launch_into(kernel, call, arrays, ints, floats, outputs):
+    _cuda_only(arrays)
     _plan(kernel, call).run(arrays, ints, floats, list(outputs))
+
+
+def _cuda_only(arrays) -> None:
+    """Eagerly a host tensor is copied in and comes back as a jk.Array; an op's outputs must be tensors on the
+    inputs' device, so an op on a host tensor is refused."""
+    for i, a in enumerate(arrays):
+        if not a.is_cuda:
+            raise ArgumentTypeError("inputs", f"array input {i}: a traced jitkernel call runs on CUDA tensors, got "
+                                              f"a tensor on {a.device}")
 
 
 def _launch_fake(kernel, call, arrays, ints, floats):

@@ -23,7 +23,7 @@ from jitkernel import _jax_call  # noqa: E402
 
 SCALE = jk.cuda_kernel(name="scale_exp", input_names=["inp", "s"], output_names=["out"],
                        source="auto i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                              "if (i < inp_shape[0] * inp_shape[1]) out[i] = exp(inp[i]) * s;")
+                              "if (i < inp_shape[0] * inp_shape[1]) out[i] = exp(inp[i]) * s[0];")
 
 
 def scale_exp(x, s=2.0, outputs=None, kernel=SCALE, dict_form=False):
