@@ -79,7 +79,7 @@ def test_scalar_inputs_are_static_attributes():
 
 def test_running_or_lowering_for_cpu_is_a_jitkernel_error_naming_the_platform():
     with pytest.raises(jk.ArgumentError, match="platform 'cpu'"):
-        jax.jit(scale_exp)(X)
+        jax.jit(scale_exp)(jax.device_put(X, jax.devices("cpu")[0]))  # on the CPU even where a GPU is present
     with pytest.raises(jk.ArgumentError, match="platform 'cpu'"):
         jax.jit(scale_exp).trace(X).lower(lowering_platforms=("cpu",))
 
