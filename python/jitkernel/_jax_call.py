@@ -245,17 +245,13 @@ def _input_cotangents(kernel, grads, primals, plan: _Plan, extra) -> tuple:
         got = "None" if grads is None else f"{len(grads)} entries"
         raise ArgumentError("vjp", f"kernel '{kernel.name}': the backward must return one cotangent per input "
                                    f"({len(primals)}), got {got}")
-    import jax
-
     result = []
     for pos in plan.array_positions:
         g, x = grads[pos], primals[pos]
         if g is not None and tuple(g.shape) != tuple(x.shape):
             raise ArgumentError("vjp", f"kernel '{kernel.name}': cotangent {pos} has shape {tuple(g.shape)}, "
                                        f"input {pos} has shape {tuple(x.shape)}")
-        # Integer and bool inputs have no cotangent (JAX's float0): whatever the backward gave is dropped.
-        differentiable = jax.dtypes.issubdtype(x.dtype, jax.numpy.inexact)  # bfloat16 included
-        result.append(None if g is None or not differentiable else g.astype(x.dtype))
+        result.append(None if g is None else g.astype(x.dtype))
     return tuple(result) + (None,) * len(extra)
 
 

@@ -214,16 +214,3 @@ def test_bfloat16_and_init_value_lowering():
     parsed = _core._xla_parse(attribute_text(cuda_text(f, x)))
     assert parsed["inputs"] == [("a", "bfloat16", [8])] and parsed["init_value"] == 1.5
     assert np.dtype(jax.eval_shape(f, x).dtype) == np.dtype(jnp.bfloat16)
-
-
-def test_cotangent_of_an_integer_input_is_dropped():
-    kernel = jk.cuda_kernel("gather_vjp", ["x", "idx"], ["y"], "y[0] = x[idx[0]];")
-    kernel.vjp(lambda primals, outputs, cts: [cts[0] * 2, cts[0]])  # a (meaningless) cotangent for idx too
-
-    def f(x, idx):
-        return kernel(inputs=[x, idx], output_shapes=[(1,)], output_dtypes=[jk.float32], grid=(1, 1, 1),
-                      threadgroup=(1, 1, 1))[0].sum()
-
-    hlo = jax.jit(jax.grad(f)).trace(jnp.ones(1), jnp.zeros(1, jnp.int32)).lower(
-        lowering_platforms=("cuda",)).as_text()
-
