@@ -51,7 +51,7 @@ def test_a_compile_is_reported_when_it_starts_and_ends(records):
     assert len(finished) == 1 and finished[0].endswith(" s"), messages
     seconds = float(finished[0].rsplit(" in ", 1)[1][:-2])
     level = [r.levelno for r in records if r.getMessage() == finished[0]][0]
-    assert level == (logging.INFO if seconds >= 1.0 else logging.DEBUG)
+    assert level == logging.DEBUG and seconds >= 0  # the request's own line is the INFO/WARNING one
 
 
 def test_a_failed_compile_is_reported(records):
