@@ -27,22 +27,16 @@ nb::object& logger() {
 
 void drop_logger() { logger() = nb::object(); }
 
-const char* cache_word(BinarySource from) {
-  switch (from) {
-    case BinarySource::MemoryCache: return "memory";
-    case BinarySource::DiskCache: return "disk";
-    case BinarySource::Compiled: break;
-  }
-  return "compile";
-}
+// For each BinarySource: the record's `jitkernel_cache` value and the words of its message.
+struct SourceWords {
+  const char* cache;
+  const char* outcome;
+};
 
-const char* outcome(BinarySource from) {
-  switch (from) {
-    case BinarySource::MemoryCache: return "memory cache hit";
-    case BinarySource::DiskCache: return "disk cache hit";
-    case BinarySource::Compiled: break;
-  }
-  return "NVRTC compile";
+SourceWords words(BinarySource from) {
+  if (from == BinarySource::MemoryCache) return {"memory", "memory cache hit"};
+  if (from == BinarySource::DiskCache) return {"disk", "disk cache hit"};
+  return {"compile", "NVRTC compile"};
 }
 
 std::string describe(const CompileEvent& e) {
@@ -51,7 +45,7 @@ std::string describe(const CompileEvent& e) {
   std::string what = std::string(e.compiler) + ": ";
   switch (e.stage) {
     case CompileEvent::Stage::Answered:
-      return e.name + " for " + e.arch + ": " + outcome(e.from) + ", " + seconds + " s";
+      return e.name + " for " + e.arch + ": " + words(e.from).outcome + ", " + seconds + " s";
     case CompileEvent::Stage::Started:
       return what + "compiling " + e.name + " for " + e.arch + " (" +
              std::to_string(e.source_bytes) + " bytes of source)";
@@ -76,7 +70,7 @@ void log_compile(const CompileEvent& e) {
       if (answered) {
         extra["jitkernel_kernel"] = e.name;
         extra["jitkernel_seconds"] = e.seconds;
-        extra["jitkernel_cache"] = cache_word(e.from);
+        extra["jitkernel_cache"] = words(e.from).cache;
       }
       l.attr("log")(level, describe(e), nb::arg("extra") = extra);
     }
