@@ -26,7 +26,8 @@ _lock = threading.Lock()
 _kernels: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _records: dict = {}  # record string -> CallRecord
 
-_SPEC_FIELDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous", "shared_memory")
+_SPEC_FIELDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous", "shared_memory",
+                "compile_options")
 
 
 def kernel_spec(kernel) -> str:
@@ -35,7 +36,7 @@ def kernel_spec(kernel) -> str:
     fields = {"name": kernel.name, "input_names": kernel.input_names and list(kernel.input_names),
               "output_names": kernel.output_names and list(kernel.output_names), "source": kernel.source_text,
               "header": kernel.header, "ensure_row_contiguous": kernel.ensure_row_contiguous,
-              "shared_memory": kernel.shared_memory}
+              "shared_memory": kernel.shared_memory, "compile_options": kernel.compile_options}
     vjp = kernel._vjp
     if vjp is not None:  # two kernels with one source but different backwards are different ops
         fields["vjp"] = f"{getattr(vjp, '__module__', '?')}.{getattr(vjp, '__qualname__', repr(vjp))}"
