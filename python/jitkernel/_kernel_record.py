@@ -26,8 +26,7 @@ _lock = threading.Lock()
 _kernels: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _records: dict = {}  # record string -> CallRecord
 
-_SPEC_FIELDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous", "shared_memory",
-                "compile_options")
+_SPEC_FIELDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous", "shared_memory")
 
 
 def kernel_spec(kernel) -> str:
@@ -56,6 +55,7 @@ def kernel_for(spec: str):
     try:
         fields = json.loads(spec)
         args = {name: fields[name] for name in _SPEC_FIELDS}
+        args["compile_options"] = fields.get("compile_options")  # absent in specs written before it existed
     except (ValueError, TypeError, KeyError) as e:
         raise ArgumentError("kernel", f"not a jitkernel kernel spec ({type(e).__name__}: {e})") from None
     from ._cuda_kernel import cuda_kernel
