@@ -80,9 +80,18 @@ def _is_jax_tracer(value) -> bool:
     return jax_core is not None and isinstance(value, jax_core.Tracer)
 
 
+def reject_launch_options(cooperative, cluster) -> None:
+    """``cooperative=`` / ``cluster=`` run eagerly only: the torch op and the XLA custom call launch plainly."""
+    for name, value in (("cooperative", cooperative), ("cluster", cluster)):
+        if value is not None and value is not False:
+            raise ArgumentTypeError(name, f"{name}= is not supported when traced (torch.compile, autograd with a "
+                                          f"backward, jax.jit): call the kernel eagerly with concrete arrays")
+
+
 def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream, outputs,
-         verbose):
+         verbose, cooperative=None, cluster=None):
     """A call with traced arrays (or one autograd must record), from the kernel's C++ call slot."""
+    reject_launch_options(cooperative, cluster)
     if kernel._factory != "cuda_kernel":
         raise ArgumentTypeError("inputs", f"{kernel._factory} kernels run eagerly only: they cannot be traced by "
                                           f"torch.compile, jax.jit or autograd (pass concrete arrays)")
@@ -103,19 +112,20 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
 
 
 def dynamo_call(self, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None,
-                init_value=None, verbose=False, stream=None, outputs=None):
+                init_value=None, verbose=False, stream=None, outputs=None, cooperative=None, cluster=None):
     """``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython calls the C slot
     instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands over to it."""
     from . import _torch_ops
 
     if _torch_ops.compiling():
+        reject_launch_options(cooperative, cluster)
         return _torch_ops.call(self, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
                                grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
                                stream=stream, outputs=outputs, verbose=verbose)
     return _core.CudaKernelBase.__call__(self, inputs=inputs, output_shapes=output_shapes,
                                          output_dtypes=output_dtypes, grid=grid, threadgroup=threadgroup,
                                          template=template, init_value=init_value, verbose=verbose, stream=stream,
-                                         outputs=outputs)
+                                         outputs=outputs, cooperative=cooperative, cluster=cluster)
 
 
 def expose_to_dynamo(cls) -> None:

@@ -47,7 +47,9 @@ struct GeneratedKernel {
   std::vector<ParamSlot> params;  // every parameter, in order
   // CUDA compile options decided while generating from the user's code:
   bool needs_cccl = false;        // cooperative_groups or cuda:: headers are used
-  bool fits_minimal = false;      // NVRTC's --minimal front end suffices (codegen/source_scan.cpp)
+  bool fits_minimal = false;
+  // The user code syncs the whole grid (cooperative_groups grid_group::sync): launched cooperatively.
+  bool grid_sync = false;      // NVRTC's --minimal front end suffices (codegen/source_scan.cpp)
   // Line mapping for compile errors (1-based lines of `source`; 0 / 0 when absent).
   int header_first_line = 0;
   int header_line_count = 0;
