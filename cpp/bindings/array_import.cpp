@@ -261,14 +261,9 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       *is_host = true;
       return Framework::None;
     }
-    case Kind::CudaArrayInterface: {
-      const CaiArray a = cai_read(item, argument, where);  // validated before any CUDA call
-      if (a.read_only && std::string(argument) == "outputs")
-        throw ArgumentError(argument, where.prefix() + "the array is read-only (its __cuda_array_interface__ "
-                                                       "data flag says so)");
-      pending.push_back({index, nb::borrow(item), &info, cai_device(a, argument, where)});
+    case Kind::CudaArrayInterface:
+      pending.push_back({index, nb::borrow(item), &info, cai_classify(item, argument, where)});
       return info.framework == Framework::None ? Framework::Other : info.framework;
-    }
     default:
       throw ArgumentTypeError(
           argument, where.prefix() + "expected an array (anything with __dlpack__ or "

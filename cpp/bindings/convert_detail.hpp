@@ -111,8 +111,9 @@ struct CaiArray {
 // errors naming `argument` for a bad version, typestr, data, shape, strides
 // or stream, and for a mask.
 CaiArray cai_read(nb::handle obj, const char* argument, const ItemRef& where);
-// The device the array's pointer lives on (ArgumentError when it is not device memory).
-int cai_device(const CaiArray& array, const char* argument, const ItemRef& where);
+// Validates it (read-only refused for outputs=) and returns the device its
+// pointer lives on (ArgumentError when it is not device memory).
+int cai_classify(nb::handle obj, const char* argument, const ItemRef& where);
 // Reads it again for a launch on `stream` on `device`, making that stream wait
 // for the producer's; returns whether it is read-only.
 bool cai_import(nb::handle obj, int device, std::uintptr_t stream, const char* argument, const ItemRef& where,

@@ -101,7 +101,11 @@ CaiArray cai_read(nb::handle obj, const char* argument, const ItemRef& where) {
   return out;
 }
 
-int cai_device(const CaiArray& array, const char* argument, const ItemRef& where) {
+int cai_classify(nb::handle obj, const char* argument, const ItemRef& where) {
+  const CaiArray array = cai_read(obj, argument, where);  // validated before any CUDA call
+  if (array.read_only && std::string(argument) == "outputs")
+    throw ArgumentError(argument, where.prefix() + "the array is read-only (its __cuda_array_interface__ "
+                                                   "data flag says so)");
   const cuda::DriverApi& api = cuda::driver();
   if (array.view.data == nullptr) return 0;  // zero-size arrays may give 0
   int ordinal = -1;
