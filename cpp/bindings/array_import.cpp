@@ -261,10 +261,14 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       *is_host = true;
       return Framework::None;
     }
+    case Kind::CudaArrayInterface:
+      pending.push_back({index, nb::borrow(item), &info, cai_classify(item, argument, where)});
+      return info.framework == Framework::None ? Framework::Other : info.framework;
     default:
       throw ArgumentTypeError(
-          argument, where.prefix() + "expected an array (anything with __dlpack__: PyTorch, "
-                                     "CuPy, JAX, jitkernel; or a NumPy array)" +
+          argument, where.prefix() + "expected an array (anything with __dlpack__ or "
+                                     "__cuda_array_interface__: PyTorch, CuPy, JAX, Numba, jitkernel; "
+                                     "or a NumPy array)" +
                         (std::string(argument) == "inputs" ? " or a Python scalar" : "") +
                         ", got " + type_text(item));
   }
@@ -289,6 +293,7 @@ bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_dir
       return false;
     if (torch_view(p.obj, p.device, argument, where, &out)) return false;
   }
+  if (p.info->kind == Kind::CudaArrayInterface) return cai_import(p.obj, p.device, stream, argument, where, out);
   ImportedTensor t = dlpack_import(p.obj, *p.info, stream, borrowed, argument, where);
   out = std::move(t.view);
   return t.read_only;

@@ -57,6 +57,9 @@ std::vector<KernelInput> describe_inputs(nb::handle inputs,
         shape_into(attr_of(p.obj, "shape", "inputs", where), "inputs", where, view.shape, ".shape");
         view.strides = row_major_strides(view.shape);
         view.device = p.device;
+      } else if (p.info->kind == Kind::CudaArrayInterface) {
+        view = cai_read(p.obj, "inputs", where).view;
+        view.device = p.device;
       } else {
         view = dlpack_import(p.obj, *p.info, std::nullopt, borrowed, "inputs", where).view;
       }

@@ -29,6 +29,7 @@ enum class Kind : std::uint8_t {
   TorchTensor,  // exactly torch.Tensor / torch.nn.Parameter: read directly when safe
   DLPack,       // anything else with __dlpack__ / __dlpack_device__
   HostArray,    // __array_interface__ / __array__ only: converted with numpy.asarray
+  CudaArrayInterface,  // __cuda_array_interface__ only (Numba, PyCUDA): cuda_array_interface.cpp
   Traced,       // a torch.Tensor subclass (FakeTensor, FunctionalTensor, ...) or a JAX tracer
 };
 
@@ -97,6 +98,26 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
 // Imports a pending device array for a launch on `stream`; returns whether it is read-only.
 bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
                     Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out);
+
+// ---------------------------------------------------------------------------
+// __cuda_array_interface__ (cuda_array_interface.cpp).
+
+struct CaiArray {
+  ArrayView view;  // device not set
+  bool read_only = false;
+  std::optional<std::uintptr_t> stream;  // version 3: the producer's stream, when it gave one
+};
+// Reads and validates obj.__cuda_array_interface__ (no CUDA call): typed
+// errors naming `argument` for a bad version, typestr, data, shape, strides
+// or stream, and for a mask.
+CaiArray cai_read(nb::handle obj, const char* argument, const ItemRef& where);
+// Validates it (read-only refused for outputs=) and returns the device its
+// pointer lives on (ArgumentError when it is not device memory).
+int cai_classify(nb::handle obj, const char* argument, const ItemRef& where);
+// Reads it again for a launch on `stream` on `device`, making that stream wait
+// for the producer's; returns whether it is read-only.
+bool cai_import(nb::handle obj, int device, std::uintptr_t stream, const char* argument, const ItemRef& where,
+                ArrayView& out);
 
 // ---------------------------------------------------------------------------
 // Streams (streams.cpp).

@@ -4,6 +4,7 @@
 // call (keyword parsing in the type's call slot -> convert -> engine ->
 // wrap), source() and compile() without a GPU. Argument conversion lives in
 // convert.cpp, the dict form in call_form.cpp.
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -20,10 +21,14 @@
 #include "convert.hpp"
 #include "dtypes.hpp"
 #include "hooks.hpp"
+#include "launch_options.hpp"
 #include "template_args.hpp"
 #include "traced_call.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/text.hpp"
 #include "jitkernel/cuda/binary/module_loader.hpp"
+#include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/launch/launch.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/engine/kernel.hpp"
@@ -143,9 +148,15 @@ void convert(const PyCudaKernel& self, KernelCall& call, ConvertedCall& conv,
 // keyed by name) is turned into lists by call_form.cpp, then comes back here.
 nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
                 nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
-                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose) {
-  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs))
-    return call_by_name(call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
+                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose,
+                nb::handle cooperative, nb::handle cluster) {
+  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs)) {
+    auto list_call = [&](PyCudaKernel& s, nb::handle i, nb::handle os, nb::handle od, nb::handle g, nb::handle t,
+                         nb::handle tm, nb::handle iv, nb::handle st, nb::handle o, nb::handle v) {
+      return call(s, i, os, od, g, t, tm, iv, st, o, v, cooperative, cluster);
+    };
+    return call_by_name(list_call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
+  }
   reject_traced_inputs(inputs);
   if (self.has_vjp && torch_autograd_needed(inputs))
     throw TracedArgument(Framework::Torch, "inputs", "");
@@ -156,6 +167,7 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
   ConvertedCall& conv = (*lease).conv;
   convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
           init_value, stream, outputs);
+  launch_options_into(cooperative, cluster, kc.launch);
   if (show_source) {
     auto sig = signature_of(kc.inputs, kc.output_dtypes, kc.template_args);
     nb::print(nb::str(kernel.generate(sig).source.c_str()));
@@ -173,8 +185,9 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
 // The keywords in `_call`'s parameter order.
 constexpr const char* kCallKeywords[] = {"inputs", "output_shapes", "output_dtypes", "grid",
                                          "threadgroup", "template", "init_value", "stream",
-                                         "outputs", "verbose"};
-constexpr int kNumCallKeywords = 10;
+                                         "outputs", "verbose", "cooperative", "cluster"};
+constexpr int kNumCallKeywords = 12;
+constexpr int kVerbose = 9;  // defaults to False; the others to None
 constexpr int kRequired[] = {0, 3, 4};  // inputs, grid, threadgroup
 
 struct CallSlotCache {
@@ -260,7 +273,7 @@ void read_call_keywords(const CallSlotCache& c, const char* type_name, PyObject*
       throw ArgumentTypeError(kCallKeywords[i], function + " missing required keyword argument '" +
                                                     kCallKeywords[i] + "'");
   for (int i = 0; i < kNumCallKeywords; ++i)
-    if (values[i] == nullptr) values[i] = i == kNumCallKeywords - 1 ? Py_False : Py_None;
+    if (values[i] == nullptr) values[i] = i == kVerbose ? Py_False : Py_None;
 }
 
 PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -277,7 +290,7 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!general) {
       // The list form, straight into `_call`'s C++ (no second argument dispatch).
       return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
-                  v[8], v[9])
+                  v[8], v[9], v[10], v[11])
           .release()
           .ptr();
     }
@@ -340,6 +353,40 @@ nb::bytes compile_kernel(const PyCudaKernel& self, nb::handle inputs, nb::handle
   return nb::bytes(binary.data(), binary.size());
 }
 
+// kernel.attributes(...): compiles and loads the kernel for this signature on
+// `device` and reads what the driver says of it (launch_options.hpp).
+nb::dict attributes(PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl,
+                    nb::handle threadgroup, nb::handle shared_memory, int device) {
+  Kernel& kernel = named_kernel(self);
+  KernelCall kc;
+  kc.inputs = describe_inputs(inputs, &self.input_names, true);
+  kc.output_dtypes = output_dtypes_arg(output_dtypes, &self.output_names);
+  kc.output_shapes.resize(kc.output_dtypes.size());
+  kc.template_args = template_args(tmpl);
+  int shared = kernel.spec().shared_memory;
+  if (!shared_memory.is_none()) {
+    std::int64_t bytes = 0;
+    if (int_value(shared_memory, &bytes) != IntResult::Ok || bytes < 0 || bytes > INT32_MAX)
+      throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " + repr_text(shared_memory));
+    shared = static_cast<int>(bytes);
+  }
+  const cuda::DeviceInfo& info = cuda::device_info(device);
+  int threads = 0;  // 0: the most the kernel allows
+  if (!threadgroup.is_none()) {
+    const Dim3 t = dim3_arg(threadgroup, "threadgroup");
+    if (t.x * t.y * t.z > info.max_threads_per_block)
+      throw ArgumentError("threadgroup", dims_text(t) + " has more threads than the device's " +
+                                             std::to_string(info.max_threads_per_block) + " per block");
+    threads = static_cast<int>(t.x * t.y * t.z);
+  }
+  const CompiledKernel compiled = kernel.load(kc, device);  // releases the GIL while compiling
+  cuda::DeviceGuard guard(device);
+  auto function = static_cast<cuda::CUfunction>(compiled.handle);
+  cuda::ensure_dynamic_shared_memory(function, kernel.spec().name.c_str(), shared, device);
+  const cuda::FunctionAttributes a = cuda::function_attributes(function, device, threads, shared);
+  return attributes_dict(a, threads > 0 ? threads : a.max_threads_per_block);
+}
+
 // The argument conversion of a call without the launch (to measure binding overhead).
 void convert_only(const PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
                   nb::handle grid, nb::handle threadgroup, nb::handle tmpl, nb::handle init_value,
@@ -374,7 +421,10 @@ void bind(nb::module_& m) {
           "header"_a, "ensure_row_contiguous"_a, "shared_memory"_a, "compile_options"_a.none())
       .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
-           "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
+           "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none(), "cooperative"_a.none() = nb::none(),
+           "cluster"_a.none() = nb::none())
+      .def("_attributes", &attributes, "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(),
+           "threadgroup"_a.none(), "shared_memory"_a.none(), "device"_a)
       .def("_source",
            [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
              return generate(self, inputs, output_dtypes, tmpl).source;

@@ -13,6 +13,7 @@
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "hooks.hpp"
+#include "launch_options.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/binary/binary_image.hpp"
@@ -68,7 +69,8 @@ void drop_last_binary() { last_binary().bytes = nb::object(); }
 nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::handle inputs,
               nb::handle output_shapes, nb::handle output_dtypes, nb::handle scalars,
               nb::handle grid, nb::handle threadgroup, int shared_memory, nb::handle init_value,
-              bool ensure_row_contiguous, nb::handle stream, nb::handle outputs) {
+              bool ensure_row_contiguous, nb::handle stream, nb::handle outputs, nb::handle cooperative,
+              nb::handle cluster) {
   cuda::PrecompiledCall pc;
   pc.name = name;
   pc.compiled_source.assign(compiled_source.c_str(), compiled_source.size());
@@ -85,6 +87,7 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
                         "must be >= 0 bytes, got " + std::to_string(shared_memory));
   }
   pc.args.launch.shared_memory = shared_memory;
+  launch_options_into(cooperative, cluster, pc.args.launch);
 
   std::vector<OwnedArray> results = cuda::precompiled_cuda_kernel(pc);
   return wrap_outputs(std::move(results), conv);
@@ -135,7 +138,8 @@ void bind(nb::module_& m) {
   m.def("precompiled_cuda_kernel", &call, "name"_a, "compiled_source"_a, "inputs"_a.none(),
         "output_shapes"_a.none(), "output_dtypes"_a.none(), "scalars"_a.none(), "grid"_a.none(),
         "threadgroup"_a.none(), "shared_memory"_a, "init_value"_a.none(),
-        "ensure_row_contiguous"_a, "stream"_a.none(), "outputs"_a.none(),
+        "ensure_row_contiguous"_a, "stream"_a.none(), "outputs"_a.none(), "cooperative"_a.none() = nb::none(),
+        "cluster"_a.none() = nb::none(),
         "Launches an entry point of PTX / cubin / fatbin bytes (internal: use "
         "jitkernel.precompiled_cuda_kernel).");
   m.def("inspect_binary", &inspect, "data"_a,

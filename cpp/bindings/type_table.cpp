@@ -121,6 +121,8 @@ TypeInfo detect(PyTypeObject* tp) {
     info.framework = Framework::Jax;
   } else if (type_has(tp, "__dlpack__") && type_has(tp, "__dlpack_device__")) {
     info.kind = Kind::DLPack;
+  } else if (type_has(tp, "__cuda_array_interface__")) {
+    info.kind = Kind::CudaArrayInterface;
   } else if (type_has(tp, "__array_interface__") || type_has(tp, "__array__")) {
     info.kind = Kind::HostArray;
   }

@@ -98,8 +98,35 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
             bad_call("CudaKernel.compile", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         str_arg(arch, "arch")
         str_arg(target, "target")
+        if target == "sass":
+            return self.sass(inputs=inputs, output_dtypes=output_dtypes, template=template, arch=arch).encode()
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
         return impl._compile(inputs, output_dtypes, template, arch, target)
+
+    def attributes(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, threadgroup=None,
+                   shared_memory=None, device=0, **unknown) -> dict:
+        """What the driver reports of this kernel compiled for these arguments on ``device`` (needs a GPU: it
+        compiles and loads): ``registers_per_thread``, ``static_shared_memory``, ``dynamic_shared_memory``,
+        ``max_dynamic_shared_memory``, ``max_threads_per_block``, ``local_memory_per_thread``, ``const_memory``,
+        ``ptx_version``, ``binary_version``, and the occupancy for ``threadgroup`` (None: the most threads the kernel
+        allows) with ``shared_memory`` dynamic bytes (None: the kernel's): ``active_blocks_per_sm`` and
+        ``occupancy`` (resident threads over the SM's maximum, 0..1)."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("CudaKernel.attributes", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+        if isinstance(device, bool) or not isinstance(device, int):
+            raise ArgumentTypeError("device", f"expected a device ordinal (int), got {type(device).__name__}")
+        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+        return impl._attributes(inputs, output_dtypes, template, threadgroup, shared_memory, device)
+
+    def sass(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", **unknown) -> str:
+        """The SASS (machine code) of this kernel for these arguments and ``arch``, disassembled by NVIDIA's
+        ``nvdisasm`` (pip install "jitkernel[sass]") or a CUDA toolkit's ``cuobjdump`` on PATH. No GPU needed."""
+        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+            bad_call("CudaKernel.sass", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+        from . import _sass
+
+        return _sass.disassemble(self.compile(inputs=inputs, output_dtypes=output_dtypes, template=template,
+                                              arch=arch, target="cubin"))
 
 
 _traced_call.expose_to_dynamo(CudaKernel)

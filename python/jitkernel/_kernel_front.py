@@ -133,15 +133,16 @@ class KernelFront:
                                    self.output_names, self._factory, query)
 
     def _call_general(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
-                      outputs, verbose):
+                      outputs, verbose, cooperative=None, cluster=None):
         """A call to a kernel made without names: the engine for the names the call's dicts give, which takes
-        the call as it is (either form)."""
+        the call as it is (either form). ``cooperative`` / ``cluster``: CUDA launch options (None: not given)."""
         if self._traced(inputs, outputs):
             return self._call_traced(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                     stream, outputs, verbose)
+                                     stream, outputs, verbose, cooperative, cluster)
         in_names, *_, out_names, _ = self._names(inputs, output_shapes, output_dtypes, outputs, False)
+        options = () if cooperative is None and cluster is None else (cooperative, cluster)
         return self._impl_for(in_names, out_names)._call(inputs, output_shapes, output_dtypes, grid, threadgroup,
-                                                         template, init_value, stream, outputs, verbose)
+                                                         template, init_value, stream, outputs, verbose, *options)
 
     def _traced(self, inputs, outputs) -> bool:
         """Whether a call of a kernel made without names must leave the eager path (what the C++ call slot
@@ -160,12 +161,12 @@ class KernelFront:
                 and any(v.requires_grad for v in tensors))
 
     def _call_traced(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
-                     outputs, verbose):
+                     outputs, verbose, cooperative=None, cluster=None):
         """A call that a framework records (python/jitkernel/_traced_call.py); the C++ call slot sends it here."""
         from . import _traced_call
 
         return _traced_call.call(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template,
-                                 init_value, stream, outputs, verbose)
+                                 init_value, stream, outputs, verbose, cooperative, cluster)
 
     def _signature_args(self, inputs, output_dtypes):
         """(engine, inputs as a list, output_dtypes as a list) of a source()-like query in either form."""

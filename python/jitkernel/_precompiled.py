@@ -32,12 +32,12 @@ def _binary_arg(value, argument: str = "compiled_source") -> bytes:
 def precompiled_cuda_kernel(*args, name=REQUIRED, compiled_source=REQUIRED, inputs=REQUIRED, output_shapes=REQUIRED,
                             output_dtypes=REQUIRED, scalars=REQUIRED, grid=REQUIRED, threadgroup=REQUIRED,
                             shared_memory=0, init_value=None, ensure_row_contiguous=False, stream=None, outputs=None,
-                            **unknown) -> list:
+                            cooperative=False, cluster=None, **unknown) -> list:
     """Runs the entry point ``name`` of a precompiled CUDA binary and returns its outputs as a list.
 
     Keyword arguments only: ``precompiled_cuda_kernel(*, name, compiled_source, inputs, output_shapes,
     output_dtypes, scalars, grid, threadgroup, shared_memory=0, init_value=None, ensure_row_contiguous=False,
-    stream=None, outputs=None)``; positional arguments, unknown keywords and a missing required one are
+    stream=None, outputs=None, cooperative=False, cluster=None)``; positional arguments, unknown keywords and a missing required one are
     ArgumentTypeError naming the keyword.
 
     ``compiled_source`` is PTX text, a cubin or a fatbin, as bytes. ``name`` is the exact entry symbol (the mangled
@@ -46,7 +46,8 @@ def precompiled_cuda_kernel(*args, name=REQUIRED, compiled_source=REQUIRED, inpu
     -> ``int32``, ``float`` -> ``float32`` (as MLX); NumPy scalars pass exactly their C type (``np.int64`` for a
     ``long``, ``np.float64`` for a ``double``, ``np.float16`` for a ``__half``, ...). Inputs, outputs,
     ``outputs=``, ``init_value``, ``stream`` and ``grid`` (counted in threads) behave as in ``cuda_kernel``; a Python
-    scalar in ``inputs`` is passed as a pointer to a 0-d device array, as MLX does.
+    scalar in ``inputs`` is passed as a pointer to a 0-d device array, as MLX does. ``cooperative`` / ``cluster``
+    as in ``cuda_kernel`` (a cooperative launch is never inferred here: the source is not known).
     """
     if args or unknown or name is REQUIRED or compiled_source is REQUIRED or inputs is REQUIRED or \
             output_shapes is REQUIRED or output_dtypes is REQUIRED or scalars is REQUIRED or grid is REQUIRED or \
@@ -66,7 +67,7 @@ def precompiled_cuda_kernel(*args, name=REQUIRED, compiled_source=REQUIRED, inpu
                                 f"expected a bool, got {type(ensure_row_contiguous).__name__}")
     return _core.precompiled_cuda_kernel(name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid,
                                          threadgroup, shared_memory, init_value, ensure_row_contiguous, stream,
-                                         outputs)
+                                         outputs, cooperative, cluster)
 
 
 def inspect_binary(compiled_source) -> dict:

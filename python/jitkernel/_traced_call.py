@@ -80,9 +80,18 @@ def _is_jax_tracer(value) -> bool:
     return jax_core is not None and isinstance(value, jax_core.Tracer)
 
 
+def reject_launch_options(cooperative, cluster) -> None:
+    """``cooperative=`` / ``cluster=`` run eagerly only: the torch op and the XLA custom call launch plainly."""
+    for name, value in (("cooperative", cooperative), ("cluster", cluster)):
+        if value is not None and value is not False:
+            raise ArgumentTypeError(name, f"{name}= is not supported when traced (torch.compile, autograd with a "
+                                          f"backward, jax.jit): call the kernel eagerly with concrete arrays")
+
+
 def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream, outputs,
-         verbose):
+         verbose, cooperative=None, cluster=None):
     """A call with traced arrays (or one autograd must record), from the kernel's C++ call slot."""
+    reject_launch_options(cooperative, cluster)
     if kernel._factory != "cuda_kernel":
         raise ArgumentTypeError("inputs", f"{kernel._factory} kernels run eagerly only: they cannot be traced by "
                                           f"torch.compile, jax.jit or autograd (pass concrete arrays)")
@@ -103,7 +112,7 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
 
 
 _KEYWORDS = ("inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value", "stream",
-             "outputs", "verbose")
+             "outputs", "verbose", "cooperative", "cluster")
 _REQUIRED = ("inputs", "grid", "threadgroup")
 
 
@@ -118,6 +127,7 @@ def dynamo_call(self, *args, **kwargs):
         full = dict(zip(_KEYWORDS, (None,) * len(_KEYWORDS)))
         full["verbose"] = False
         full.update(kwargs)
+        reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
         return _torch_ops.call(self, **full)
     return _core.CudaKernelBase.__call__(self, *args, **kwargs)
 

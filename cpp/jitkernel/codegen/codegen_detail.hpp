@@ -160,6 +160,12 @@ bool cooperative_groups_shim_suffices(const SourceScan& scan);
 // this_grid() / this_thread_block() (ends with a newline).
 std::string_view cooperative_groups_shim();
 
+// True when `source` or `header` syncs the whole grid: `this_grid().sync()`,
+// `cg::sync(this_grid())`, or `g.sync()` / `sync(g)` on a variable declared
+// as a grid_group or initialised from this_grid(). Such kernels need a
+// cooperative launch.
+bool syncs_grid(const std::string& source, const std::string& header);
+
 // ---- preamble.cpp ----------------------------------------------------------
 // Headers the generated file needs, decided from the dtypes in the signature
 // and what the user code mentions. Heavy headers only when used.

@@ -6,6 +6,7 @@
 // generated file defines that subset itself (same names, return types and
 // values as the CUDA API); anything else, or anything we cannot be sure of,
 // gets the real header.
+#include <regex>
 #include <string>
 #include <string_view>
 
@@ -192,5 +193,21 @@ bool cooperative_groups_shim_suffices(const SourceScan& scan) {
 }
 
 std::string_view cooperative_groups_shim() { return kShim; }
+
+bool syncs_grid(const std::string& source, const std::string& header) {
+  const std::string text = header + "\n" + source;
+  if (text.find("this_grid") == std::string::npos && text.find("grid_group") == std::string::npos) return false;
+  static const std::regex direct(R"(this_grid\s*\(\s*\)\s*\.\s*sync\s*\(|\bsync\s*\(\s*(\w+\s*::\s*)*this_grid\s*\()");
+  if (std::regex_search(text, direct)) return true;
+  // Variables holding the grid: `grid_group g`, `auto g = cg::this_grid()`, `g(this_grid())`.
+  static const std::regex declared(
+      R"(grid_group\s*&?\s*(\w+)|(\w+)\s*(=|\(|\{)\s*(\w+\s*::\s*)*this_grid\s*\()");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), declared); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
+    const std::regex use("\\b" + name + "\\s*\\.\\s*sync\\s*\\(|\\bsync\\s*\\(\\s*" + name + "\\s*\\)");
+    if (std::regex_search(text, use)) return true;
+  }
+  return false;
+}
 
 }  // namespace jk::codegen

@@ -184,6 +184,7 @@ GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature
   const Signature sig = build_signature(spec, call, scan, k);
   codegen::Features features = codegen::detect_features(scan, sig.dtypes);
   k.needs_cccl = features.needs_cccl();
+  k.grid_sync = codegen::syncs_grid(spec.source, spec.header);
   const std::string head = head_text(spec, features, k);
 
   // Text after the entry name.

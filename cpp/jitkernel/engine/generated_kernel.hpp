@@ -51,6 +51,8 @@ struct GeneratedKernel {
   bool needs_cccl = false;        // cooperative_groups or cuda:: headers are used
   bool fits_minimal = false;      // NVRTC's --minimal front end suffices (codegen/source_scan.cpp)
   CudaCompileOptions options;     // the spec's compile_options (the backend copies them)
+  // The user code syncs the whole grid (cooperative_groups grid_group::sync): launched cooperatively.
+  bool grid_sync = false;
   // Line mapping for compile errors (1-based lines of `source`; 0 / 0 when absent).
   int header_first_line = 0;
   int header_line_count = 0;

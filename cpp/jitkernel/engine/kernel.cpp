@@ -41,7 +41,7 @@ CompiledKernel Kernel::compiled_on(LaunchPlan& plan, int device) {
   return compiled;
 }
 
-void Kernel::load(const KernelCall& call, int device) { compiled_on(plan_for(call), device); }
+CompiledKernel Kernel::load(const KernelCall& call, int device) { return compiled_on(plan_for(call), device); }
 
 std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
   LaunchPlan& plan = plan_for(call);

@@ -34,8 +34,9 @@ class Kernel {
   // Generates, compiles and loads the plan of `call` on `device` without
   // launching (the call's data pointers are not read), so that later calls
   // of that signature on that device are plan-cache hits: what a front does
-  // before its launches may be captured in a CUDA graph (XLA's handler).
-  void load(const KernelCall& call, int device);
+  // before its launches may be captured in a CUDA graph (XLA's handler),
+  // or kernel.attributes() reads the loaded function.
+  CompiledKernel load(const KernelCall& call, int device);
 
  private:
   LaunchPlan& plan_for(const KernelCall& call);

@@ -22,6 +22,12 @@ struct LaunchConfig {
   Dim3 grid;         // in threads, as MLX
   Dim3 threadgroup;  // threads per block (clamped to grid per dimension)
   int shared_memory = 0;  // CUDA dynamic shared memory bytes
+  // CUDA: launch cooperatively (grid-wide sync); also set when the kernel's
+  // source syncs the grid (GeneratedKernel::grid_sync).
+  bool cooperative = false;
+  // CUDA thread-block cluster in threadgroups (sm_90+); 0 x 0 x 0 = none.
+  Dim3 cluster{0, 0, 0};
+  bool has_cluster() const { return cluster.x != 0; }
   std::uintptr_t stream = 0;  // CUstream handle; 0 = legacy default stream (Metal: unused)
   // Owner of `stream` (e.g. the Python stream object), attached to every
   // output allocated on it so the stream outlives the outputs' stream-ordered

@@ -14,6 +14,35 @@
 namespace jk {
 namespace {
 
+// Cluster dims against the grid (in threadgroups, after clamping the
+// threadgroup to the grid as the launch does) and the hardware's ceiling of
+// 16 threadgroups; the device's own limits are checked at launch.
+void validate_cluster(const LaunchConfig& c) {
+  const std::int64_t cluster[3] = {c.cluster.x, c.cluster.y, c.cluster.z};
+  const std::int64_t grid[3] = {c.grid.x, c.grid.y, c.grid.z};
+  const std::int64_t group[3] = {c.threadgroup.x, c.threadgroup.y, c.threadgroup.z};
+  if (cluster[0] <= 0 || cluster[1] <= 0 || cluster[2] <= 0) {
+    throw ArgumentError("cluster", "expected 3 positive ints (threadgroups per cluster in x, y, z), got " +
+                                       dims_text(c.cluster));
+  }
+  const std::int64_t size = cluster[0] * cluster[1] * cluster[2];
+  if (size > 16) {
+    throw ArgumentError("cluster", dims_text(c.cluster) + " has " + std::to_string(size) +
+                                       " threadgroups; a cluster holds at most 8 (portable) or 16 "
+                                       "(non-portable, Hopper) threadgroups");
+  }
+  constexpr const char* axes[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t block = group[i] < grid[i] ? group[i] : grid[i];
+    const std::int64_t blocks = grid[i] / block + (grid[i] % block != 0);
+    if (blocks % cluster[i] != 0) {
+      throw ArgumentError("cluster", "the grid has " + std::to_string(blocks) + " threadgroups in " + axes[i] +
+                                         ", not a multiple of the cluster's " + std::to_string(cluster[i]) +
+                                         " (cluster=" + dims_text(c.cluster) + ")");
+    }
+  }
+}
+
 void validate_launch(const LaunchConfig& c) {
   if (c.grid.x <= 0 || c.grid.y <= 0 || c.grid.z <= 0) {
     throw ArgumentError("grid", "expected 3 positive ints (threads in x, y, z), got " + dims_text(c.grid));
@@ -26,6 +55,7 @@ void validate_launch(const LaunchConfig& c) {
     throw ArgumentError("shared_memory", "expected a number of bytes >= 0, got " +
                                              std::to_string(c.shared_memory));
   }
+  if (c.has_cluster()) validate_cluster(c);
 }
 
 void validate_output_layout(const KernelCall& call) {

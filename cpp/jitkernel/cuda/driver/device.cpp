@@ -58,6 +58,11 @@ std::unique_ptr<Devices> load_devices() {
     if (info.max_shared_memory_per_block_optin < info.max_shared_memory_per_block) {
       info.max_shared_memory_per_block_optin = info.max_shared_memory_per_block;
     }
+    info.multiprocessor_count = attribute(api, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev, what);
+    info.max_threads_per_multiprocessor =
+        attribute(api, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev, what);
+    info.cooperative_launch = attribute(api, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev, what) != 0;
+    info.cluster_launch = info.cc_major >= 9 && attribute(api, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, dev, what) != 0;
     d->infos.push_back(std::move(info));
     d->handles.push_back(dev);
   }

@@ -19,6 +19,10 @@ struct DeviceInfo {
   int max_grid_dim[3] = {0, 0, 0};
   int max_shared_memory_per_block = 0;        // without opt-in (48 KiB)
   int max_shared_memory_per_block_optin = 0;  // with cuFuncSetAttribute
+  int multiprocessor_count = 0;
+  int max_threads_per_multiprocessor = 0;
+  bool cooperative_launch = false;  // cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+  bool cluster_launch = false;      // thread-block clusters (compute capability 9.0+)
 };
 
 int device_count();  // 0 when no driver / no device; never throws

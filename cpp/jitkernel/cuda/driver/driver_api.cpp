@@ -118,6 +118,8 @@ std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   required(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   optional(a.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);
   required(a.cuLaunchKernelEx, "cuLaunchKernelEx");
+  required(a.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  required(a.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters");
   required(a.cuMemAllocAsync, "cuMemAllocAsync");
   required(a.cuMemFreeAsync, "cuMemFreeAsync");
   required(a.cuMemAlloc, "cuMemAlloc");

@@ -132,6 +132,7 @@ class CudaBackend final : public Backend {
                                  int device) const override {
     DeviceGuard guard(device);
     PreparedCall prepared = prepare_call(call, launch, spec.ensure_row_contiguous, device);
+    prepared.cooperative = prepared.cooperative || kernel.grid_sync;
     ParamPack pack;
     pack_params(kernel, prepared, pack);
     launch_function(static_cast<CUfunction>(compiled.handle), kernel.entry_name.c_str(), prepared,

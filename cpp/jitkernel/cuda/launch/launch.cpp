@@ -14,6 +14,7 @@
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/launch/launch_options.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -97,6 +98,8 @@ int device_of(const KernelCall& args, CUstream stream) {
   return 0;
 }
 
+}  // namespace
+
 // Remembers the largest MAX_DYNAMIC_SHARED_SIZE_BYTES set per function. The
 // attribute only ever rises: lowering it could fail a launch another thread
 // is about to make with the larger amount.
@@ -125,6 +128,8 @@ void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, 
   }
   current = bytes;
 }
+
+namespace {
 
 // Adds what the function's own limits say to a failed launch.
 [[noreturn]] void launch_failed(CUresult r, CUfunction function, const char* kernel_name,
@@ -162,6 +167,8 @@ PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
 
   prepared.device = device;
   prepared.stream = stream;
+  prepared.cooperative = launch.cooperative;
+  prepared.cluster = launch.cluster;
   prepared.inputs_ = &args.inputs;
   const std::size_t n_inputs = args.inputs.size();
   for (std::size_t i = 0; i < n_inputs; ++i) {
@@ -244,8 +251,11 @@ void launch_function(CUfunction function, const char* kernel_name, const Prepare
   launch.blockDimZ = g.block[2];
   launch.sharedMemBytes = static_cast<unsigned>(shared_memory);
   launch.hStream = prepared.stream;
-  launch.attrs = nullptr;
-  launch.numAttrs = 0;
+  LaunchAttributes attributes;
+  launch_attributes(function, kernel_name, prepared.device, g, shared_memory, prepared.cooperative,
+                    prepared.cluster, attributes);
+  launch.attrs = attributes.count ? attributes.items : nullptr;
+  launch.numAttrs = attributes.count;
   CUresult r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
   // A fault reported here comes from an earlier kernel, so the record is
   // updated only after a successful enqueue.

@@ -36,6 +36,8 @@ struct PreparedCall {
   int device = 0;
   CUstream stream = nullptr;
   LaunchGeometry geometry{};
+  bool cooperative = false;  // LaunchConfig::cooperative, or the kernel syncs the grid
+  Dim3 cluster{0, 0, 0};     // LaunchConfig::cluster
   std::vector<OwnedArray> outputs;   // allocated outputs; empty when the call provided them
   std::vector<OwnedArray> temporaries;
 
@@ -75,10 +77,16 @@ PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
 // "threadgroup"/"shared_memory") against the device's limits.
 LaunchGeometry launch_geometry(const LaunchConfig& config, int device);
 
+// Sets the function's max dynamic shared memory attribute to at least
+// `bytes` (remembered per function, only ever raised); ArgumentError
+// ("shared_memory") when the device cannot give that much.
+void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, int bytes, int device);
+
 // Sets the function's max dynamic shared memory when needed (remembered per
 // function and only ever raised, so a concurrent launch with a larger amount
 // never sees it lowered under it) and launches with the prepared call's
-// device, stream and geometry. `kernel_name` is used in error messages and
+// device, stream and geometry, cooperatively and/or in clusters as the
+// prepared call says (launch_options.hpp checks those first). `kernel_name` is used in error messages and
 // fault reports.
 void launch_function(CUfunction function, const char* kernel_name, const PreparedCall& prepared,
                      int shared_memory, void** params);
