@@ -1,8 +1,12 @@
 // Compile reports (core/compile_events.hpp) as records of the `jitkernel`
-// logger: DEBUG when a compile starts, and when it ends INFO if it took a
-// second or more (DEBUG otherwise), so a slow compile is visible with
-// logging's usual INFO setup and every compile with DEBUG. The logger object is
-// looked up once and dropped at exit (on_clear_caches).
+// logger: one INFO record per answered request for a binary (kernel, seconds,
+// and whether it was a memory cache hit, a disk cache hit or an NVRTC
+// compile), a WARNING instead when it took more than a second; DEBUG records
+// when NVRTC starts and ends. Records carry `jitkernel_kernel`,
+// `jitkernel_seconds` and `jitkernel_cache` ("memory", "disk", "compile") for
+// filters. Nothing is printed unless logging is configured to show it. This
+// runs at compile time only, never on a launch. The logger object is looked up
+// once and dropped at exit (on_clear_caches).
 #include <cstdio>
 #include <string>
 
@@ -14,7 +18,7 @@ namespace jk::py {
 namespace {
 
 constexpr double kSlowCompileSeconds = 1.0;
-constexpr int kDebug = 10, kInfo = 20;  // logging.DEBUG, logging.INFO
+constexpr int kDebug = 10, kInfo = 20, kWarning = 30;  // logging.DEBUG, INFO, WARNING
 
 nb::object& logger() {
   static auto* l = new nb::object();  // never destroyed: cleared at exit instead
@@ -23,11 +27,25 @@ nb::object& logger() {
 
 void drop_logger() { logger() = nb::object(); }
 
+// For each BinarySource: the record's `jitkernel_cache` value and the words of its message.
+struct SourceWords {
+  const char* cache;
+  const char* outcome;
+};
+
+SourceWords words(BinarySource from) {
+  if (from == BinarySource::MemoryCache) return {"memory", "memory cache hit"};
+  if (from == BinarySource::DiskCache) return {"disk", "disk cache hit"};
+  return {"compile", "NVRTC compile"};
+}
+
 std::string describe(const CompileEvent& e) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.3f", e.seconds);
   std::string what = std::string(e.compiler) + ": ";
   switch (e.stage) {
+    case CompileEvent::Stage::Answered:
+      return e.name + " for " + e.arch + ": " + words(e.from).outcome + ", " + seconds + " s";
     case CompileEvent::Stage::Started:
       return what + "compiling " + e.name + " for " + e.arch + " (" +
              std::to_string(e.source_bytes) + " bytes of source)";
@@ -45,10 +63,17 @@ void log_compile(const CompileEvent& e) {
   try {
     nb::object& l = logger();
     if (!l.is_valid()) l = nb::module_::import_("logging").attr("getLogger")("jitkernel");
-    const int level = e.stage == CompileEvent::Stage::Finished && e.seconds >= kSlowCompileSeconds
-                          ? kInfo
-                          : kDebug;
-    if (nb::cast<bool>(l.attr("isEnabledFor")(level))) l.attr("log")(level, describe(e));
+    const bool answered = e.stage == CompileEvent::Stage::Answered;
+    const int level = !answered ? kDebug : e.seconds > kSlowCompileSeconds ? kWarning : kInfo;
+    if (nb::cast<bool>(l.attr("isEnabledFor")(level))) {
+      nb::dict extra;
+      if (answered) {
+        extra["jitkernel_kernel"] = e.name;
+        extra["jitkernel_seconds"] = e.seconds;
+        extra["jitkernel_cache"] = words(e.from).cache;
+      }
+      l.attr("log")(level, describe(e), nb::arg("extra") = extra);
+    }
   } catch (nb::python_error& err) {
     err.discard_as_unraisable("jitkernel compile log");
   } catch (...) {

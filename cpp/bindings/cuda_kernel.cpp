@@ -16,6 +16,7 @@
 
 #include "bindings.hpp"
 #include "call_form.hpp"
+#include "compile_options.hpp"
 #include "convert.hpp"
 #include "dtypes.hpp"
 #include "hooks.hpp"
@@ -303,12 +304,14 @@ PyType_Slot kKernelSlots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, 
 // whose calls go to the Python subclass's _call_general.
 void init_kernel(PyCudaKernel* self, std::string name, std::optional<std::vector<std::string>> input_names,
                  std::optional<std::vector<std::string>> output_names, std::string source, std::string header,
-                 bool ensure_row_contiguous, int shared_memory) {
+                 bool ensure_row_contiguous, int shared_memory, nb::handle compile_options) {
+  CudaCompileOptions options = compile_options_arg(compile_options);  // checked even without names
   if (!input_names || !output_names) {  // names come with each call (dict form)
     new (self) PyCudaKernel{std::nullopt, {}, {}};
     return;
   }
   KernelSpec spec;
+  spec.cuda_options = std::move(options);
   spec.name = std::move(name);
   spec.input_names = *input_names;
   spec.output_names = *output_names;
@@ -347,13 +350,14 @@ void convert_only(const PyCudaKernel& self, nb::handle inputs, nb::handle output
 }
 
 nb::bytes compile_cuda(const std::string& source, const std::string& arch, const std::string& target,
-                       const std::string& name) {
+                       const std::string& name, nb::handle compile_options) {
   cuda::CompileTarget t = target_arg(target);
   arch_arg(arch, t);
+  const CudaCompileOptions options = compile_options_arg(compile_options);
   std::string binary;
   {
     nb::gil_scoped_release unlocked;
-    binary = cuda::compile_source_persistent(source, name, arch, t);
+    binary = cuda::compile_source_persistent(source, name, arch, t, options);
   }
   return nb::bytes(binary.data(), binary.size());
 }
@@ -367,7 +371,7 @@ void bind(nb::module_& m) {
       "subclasses it). Calling it with keyword arguments runs the kernel.",
       nb::type_slots(kKernelSlots));
   cls.def("__init__", &init_kernel, "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a,
-          "header"_a, "ensure_row_contiguous"_a, "shared_memory"_a)
+          "header"_a, "ensure_row_contiguous"_a, "shared_memory"_a, "compile_options"_a.none())
       .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
@@ -409,7 +413,7 @@ void bind(nb::module_& m) {
       "cls"_a, "fn"_a, "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
   m.def("_reraise_pending", &reraise_pending,
         "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
-  m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a,
+  m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a, "compile_options"_a.none(),
         "Compiles standalone CUDA source with NVRTC (no GPU needed); returns cubin or PTX bytes.");
 }
 

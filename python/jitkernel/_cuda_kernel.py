@@ -32,18 +32,20 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
-                 "shared_memory", "_impls", "_vjp", "_spec", "__weakref__")
+                 "shared_memory", "compile_options", "_impls", "_vjp", "_spec", "__weakref__")
 
     _factory = "cuda_kernel"
 
-    def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory):
+    def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
+                 compile_options=None):
         # With both name lists known the C++ kernel is made (and the names validated) right away, and list-form
         # and dict-form calls go straight to it; without them each call's dicts name the arguments (_call_general).
         named = input_names is not None and output_names is not None
         super().__init__(name, list(input_names) if named else None, list(output_names) if named else None,
-                         source, header, ensure_row_contiguous, shared_memory)
+                         source, header, ensure_row_contiguous, shared_memory, compile_options)
         self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
         self.shared_memory = shared_memory
+        self.compile_options = _copy_options(compile_options)
         self._vjp = None
         _kernel_record.kernel_spec(self)  # sets self._spec, read by traced calls
 
@@ -69,7 +71,8 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     def _new_engine(self, input_names: tuple, output_names: tuple):
         return _core.CudaKernelBase(self.name, list(input_names), list(output_names), self.source_text,
-                                    self.header, self.ensure_row_contiguous, self.shared_memory)
+                                    self.header, self.ensure_row_contiguous, self.shared_memory,
+                                    self.compile_options)
 
     def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
         """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed.
@@ -102,8 +105,16 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 _traced_call.expose_to_dynamo(CudaKernel)
 
 
+def _copy_options(options):
+    """A copy of a (checked) compile_options dict that later edits of the caller's dict do not reach."""
+    if options is None:
+        return None
+    return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else v
+            for k, v in options.items()}
+
+
 def cuda_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
-                shared_memory=0) -> CudaKernel:
+                shared_memory=0, compile_options=None) -> CudaKernel:
     """A JIT-compiled CUDA kernel from the body ``source`` (MLX's ``mx.fast.cuda_kernel``).
 
     The signature is generated from what each call passes: ``const T* name`` per array input (Python scalars by
@@ -115,6 +126,12 @@ def cuda_kernel(name, input_names=None, output_names=None, source=None, header="
                       grid=(a.size, 1, 1), threadgroup=(256, 1, 1), template=[("T", jk.float32)])
 
     ``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name.
+
+    ``compile_options`` (a dict, all keys optional; each is part of the compile cache key): ``math_mode``
+    ("safe" or "fast": ``--use_fast_math``), ``line_info`` (default True: ``-lineinfo``), ``debug`` (``-G``),
+    ``defines`` (``{"NAME": value or None}``: ``-DNAME=value``), ``std`` ("c++17" or "c++20"),
+    ``max_registers`` (``--maxrregcount``), ``include_dirs`` (folders for ``-I``) and ``extra_flags`` (NVRTC
+    flags from an allowlist, e.g. ``["--ftz=true"]``). See the README's compile options.
     """
     input_names, output_names = factory_args(name, input_names, output_names, source, header,
                                              ensure_row_contiguous)
@@ -122,13 +139,15 @@ def cuda_kernel(name, input_names=None, output_names=None, source=None, header="
         raise ArgumentTypeError("shared_memory", f"expected an int (bytes), got {type(shared_memory).__name__}")
     if not 0 <= shared_memory <= _INT32_MAX:
         raise ArgumentError("shared_memory", f"expected a non-negative number of bytes, got {shared_memory}")
-    return CudaKernel(name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory)
+    return CudaKernel(name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
+                      compile_options)
 
 
-def compile_cuda(source, arch="sm_90a", target="cubin", name="program.cu") -> bytes:
-    """Compiles standalone CUDA source with NVRTC (no GPU needed): cubin bytes, or PTX text as bytes."""
+def compile_cuda(source, arch="sm_90a", target="cubin", name="program.cu", compile_options=None) -> bytes:
+    """Compiles standalone CUDA source with NVRTC (no GPU needed): cubin bytes, or PTX text as bytes.
+    ``compile_options`` as in ``cuda_kernel``."""
     str_arg(source, "source")
     str_arg(arch, "arch")
     str_arg(target, "target")
     str_arg(name, "name")
-    return _core.compile_cuda(source, arch, target, name)
+    return _core.compile_cuda(source, arch, target, name, compile_options)

@@ -112,6 +112,9 @@ def _local_cuda_devices() -> list:
 
 
 def _plan(kernel, call) -> _Plan:
+    if getattr(kernel, "compile_options", None):
+        raise ArgumentError("compile_options", "calls traced by JAX do not carry compile options yet; call a "
+                                               "kernel made without compile_options under jax.jit")
     import jax
     import jax.numpy as jnp
 

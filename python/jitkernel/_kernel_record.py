@@ -35,7 +35,7 @@ def kernel_spec(kernel) -> str:
     fields = {"name": kernel.name, "input_names": kernel.input_names and list(kernel.input_names),
               "output_names": kernel.output_names and list(kernel.output_names), "source": kernel.source_text,
               "header": kernel.header, "ensure_row_contiguous": kernel.ensure_row_contiguous,
-              "shared_memory": kernel.shared_memory}
+              "shared_memory": kernel.shared_memory, "compile_options": kernel.compile_options}
     vjp = kernel._vjp
     if vjp is not None:  # two kernels with one source but different backwards are different ops
         fields["vjp"] = f"{getattr(vjp, '__module__', '?')}.{getattr(vjp, '__qualname__', repr(vjp))}"
@@ -55,6 +55,7 @@ def kernel_for(spec: str):
     try:
         fields = json.loads(spec)
         args = {name: fields[name] for name in _SPEC_FIELDS}
+        args["compile_options"] = fields.get("compile_options")  # absent in specs written before it existed
     except (ValueError, TypeError, KeyError) as e:
         raise ArgumentError("kernel", f"not a jitkernel kernel spec ({type(e).__name__}: {e})") from None
     from ._cuda_kernel import cuda_kernel

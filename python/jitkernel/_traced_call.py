@@ -102,20 +102,24 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
                            stream=stream, outputs=outputs, verbose=verbose)
 
 
-def dynamo_call(self, *, inputs, grid, threadgroup, output_shapes=None, output_dtypes=None, template=None,
-                init_value=None, verbose=False, stream=None, outputs=None):
+_KEYWORDS = ("inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value", "stream",
+             "outputs", "verbose")
+_REQUIRED = ("inputs", "grid", "threadgroup")
+
+
+def dynamo_call(self, *args, **kwargs):
     """``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython calls the C slot
-    instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands over to it."""
+    instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands over to it. A call
+    with bad keywords goes to the C slot too, which raises the eager call's error."""
     from . import _torch_ops
 
-    if _torch_ops.compiling():
-        return _torch_ops.call(self, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
-                               grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
-                               stream=stream, outputs=outputs, verbose=verbose)
-    return _core.CudaKernelBase.__call__(self, inputs=inputs, output_shapes=output_shapes,
-                                         output_dtypes=output_dtypes, grid=grid, threadgroup=threadgroup,
-                                         template=template, init_value=init_value, verbose=verbose, stream=stream,
-                                         outputs=outputs)
+    if (_torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
+            and all(k in kwargs for k in _REQUIRED)):
+        full = dict(zip(_KEYWORDS, (None,) * len(_KEYWORDS)))
+        full["verbose"] = False
+        full.update(kwargs)
+        return _torch_ops.call(self, **full)
+    return _core.CudaKernelBase.__call__(self, *args, **kwargs)
 
 
 def expose_to_dynamo(cls) -> None:

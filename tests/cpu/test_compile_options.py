@@ -1,4 +1,5 @@
-"""Which NVRTC options a compile gets (cpp/jitkernel/cuda/nvrtc/compile.cpp): ``--minimal`` (NVRTC 12.4+, a faster front
+"""Which NVRTC options a compile gets (cpp/jitkernel/cuda/nvrtc/compile.cpp). The user's ``compile_options``
+(tests/cpu/test_compile_user_options.py) are checked elsewhere; here ``--minimal`` (NVRTC 12.4+, a faster front
 end that leaves out the CUDA runtime API, texture and surface declarations) exactly when the whole file needs none
 of what it leaves out and includes only headers jitkernel's preamble uses. Observed through the macro NVRTC defines
 under --minimal (``__CUDACC_RTC_MINIMAL__``): each kernel below fails to compile (``#error``) unless it got the

@@ -235,3 +235,22 @@ def test_dynamo_sees_python_call_cpython_the_c_slot():
     # CPython still calls the C slot: its keyword errors come from C++ (the message names the type's __call__).
     with pytest.raises(jk.ArgumentTypeError, match=r"CudaKernel.__call__\(\) got an unexpected keyword"):
         KERNEL(inputs=[], grid=(1, 1, 1), threadgroup=(1, 1, 1), bogus=1)
+
+
+def test_user_subclass_calls_through_the_c_slot():
+    class Mine(jk.CudaKernel):
+        pass
+
+    kernel = Mine("mine", ["a"], ["b"], "b[0] = a[0];", "", True, 0)
+    assert type(kernel).__call__.__name__ == "dynamo_call"  # inherited: CPython now runs the Python function
+    with pytest.raises(jk.ArgumentTypeError, match="unexpected keyword argument 'bogus'"):
+        kernel(inputs=[], grid=(1, 1, 1), threadgroup=(1, 1, 1), bogus=1)
+    with pytest.raises(jk.ArgumentTypeError, match="missing required keyword argument 'grid'"):
+        kernel(inputs=[], threadgroup=(1, 1, 1))
+
+
+def test_bad_keywords_inside_compile_raise_the_eager_error():
+    f = torch.compile(lambda x: KERNEL(inputs=[x, 1.0], grid=(4, 1, 1), threadgroup=(4, 1, 1), bogus=1),
+                      backend=_Graphs())
+    with pytest.raises(jk.ArgumentTypeError, match="unexpected keyword argument 'bogus'"):
+        f(torch.randn(4))

@@ -48,9 +48,14 @@ struct CompileKeyFields {
   // Identity of the NVRTC library (its ELF build-id, which changes with
   // every NVRTC release: cuda/nvrtc/compiler_identity.hpp).
   std::string compiler;
-  // Every NVRTC option, in order (the -I folders among them).
+  // Every NVRTC option, in order: the architecture, the language standard,
+  // the -I folders, and the user's compile options as flags (-D defines,
+  // --use_fast_math, -lineinfo, -G, --maxrregcount, extra flags:
+  // cuda/nvrtc/compile_options.hpp), so kernels that differ by any option
+  // never share an entry.
   std::vector<std::string> options;
-  // The -I folders of `options`, in order: where the include closure is
+  // The -I folders of `options`, in order (the user's include_dirs, then the
+  // toolkit's): where the include closure is
   // looked up, and which of them are toolkit folders.
   std::vector<std::string> include_dirs;
 };

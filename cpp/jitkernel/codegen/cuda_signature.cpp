@@ -180,6 +180,7 @@ GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature
 
   GeneratedKernel k;
   k.program_name = spec.name + ".cu";
+  k.options = spec.cuda_options;
   const Signature sig = build_signature(spec, call, scan, k);
   codegen::Features features = codegen::detect_features(scan, sig.dtypes);
   k.needs_cccl = features.needs_cccl();

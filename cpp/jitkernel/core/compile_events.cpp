@@ -1,4 +1,5 @@
-// The observer of compile_events.hpp and the report of one compile.
+// The observer of compile_events.hpp, the report of one compile and of one
+// answered request.
 #include "jitkernel/core/compile_events.hpp"
 
 #include <atomic>
@@ -21,6 +22,11 @@ void notify(const CompileEvent& event) {
 
 void set_compile_observer(CompileObserver observer) {
   g_observer.store(observer, std::memory_order_release);
+}
+
+void report_answered(const char* compiler, const std::string& name, const std::string& arch,
+                     std::size_t source_bytes, BinarySource from, double seconds) {
+  notify({CompileEvent::Stage::Answered, compiler, name, arch, source_bytes, seconds, from});
 }
 
 CompileReport::CompileReport(const char* compiler, const std::string& name, const std::string& arch,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "jitkernel/engine/kernel_spec.hpp"
+
 namespace jk {
 
 // What one kernel parameter receives, in declaration order.
@@ -48,6 +50,7 @@ struct GeneratedKernel {
   // CUDA compile options decided while generating from the user's code:
   bool needs_cccl = false;        // cooperative_groups or cuda:: headers are used
   bool fits_minimal = false;      // NVRTC's --minimal front end suffices (codegen/source_scan.cpp)
+  CudaCompileOptions options;     // the spec's compile_options (the backend copies them)
   // Line mapping for compile errors (1-based lines of `source`; 0 / 0 when absent).
   int header_first_line = 0;
   int header_line_count = 0;

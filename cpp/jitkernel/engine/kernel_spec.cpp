@@ -1,4 +1,4 @@
-// The kernel spec's one function (kernel_spec.hpp).
+// The kernel spec's names of its math modes (kernel_spec.hpp).
 #include "jitkernel/engine/kernel_spec.hpp"
 
 namespace jk {
@@ -10,6 +10,10 @@ const char* metal_math_mode_name(MetalMathMode mode) {
     case MetalMathMode::Fast: return "fast";
   }
   return "safe";
+}
+
+const char* cuda_math_mode_name(const CudaCompileOptions& options) {
+  return options.fast_math ? "fast" : "safe";
 }
 
 }  // namespace jk

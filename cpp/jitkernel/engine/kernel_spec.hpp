@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jk {
@@ -17,6 +19,24 @@ enum class MetalMathMode : std::uint8_t { Safe, Relaxed, Fast };
 // "safe" / "relaxed" / "fast".
 const char* metal_math_mode_name(MetalMathMode mode);
 
+// cuda_kernel's / compile_cuda's compile_options, each one NVRTC flag or more
+// (cuda/nvrtc/compile_options.hpp checks them and writes the flags). All of
+// them are in the compile cache key, through the flags. CUDA only.
+struct CudaCompileOptions {
+  bool fast_math = false;  // math_mode "fast": --use_fast_math
+  bool line_info = true;   // -lineinfo: source lines for profilers; the SASS is unchanged
+  bool debug = false;      // -G
+  // -DNAME or -DNAME=VALUE, sorted by name (a dict has no duplicates).
+  std::vector<std::pair<std::string, std::optional<std::string>>> defines;
+  std::string std = "c++17";              // --std=
+  int max_registers = 0;                  // --maxrregcount; 0: no cap
+  std::vector<std::string> include_dirs;  // -I, searched before the toolkit's folders
+  std::vector<std::string> extra_flags;   // NVRTC flags from an allowlist
+};
+
+// "safe" / "fast".
+const char* cuda_math_mode_name(const CudaCompileOptions& options);
+
 struct KernelSpec {
   std::string name;
   std::vector<std::string> input_names;
@@ -27,6 +47,7 @@ struct KernelSpec {
   int shared_memory = 0;              // CUDA: default dynamic shared memory bytes of a call
   bool atomic_outputs = false;        // Metal: outputs are `device atomic<T>*`
   MetalMathMode math_mode = MetalMathMode::Safe;  // Metal: compile_options={"math_mode": ...}
+  CudaCompileOptions cuda_options;                 // CUDA: compile_options={...}
 };
 
 }  // namespace jk

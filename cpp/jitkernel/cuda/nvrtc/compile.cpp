@@ -1,8 +1,9 @@
 // NVRTC compilation to a cubin (or PTX) for one exact architecture. The
-// options depend only on the architecture, target, configured include folders,
-// NVRTC version and the source (--minimal when it fits; for a generated kernel
-// the generator decides that) and are part of the cache keys; numerics are
-// left alone (no --use_fast_math). Of the options measured
+// options are the architecture, target, language standard, include folders
+// (the user's, then the configured toolkit's), the user's compile options
+// (compile_options.hpp: defines, math mode, line info, ...) and --minimal
+// when the source fits it (for a generated kernel the generator decides);
+// all of them are part of the cache keys. Of the options measured
 // (benchmarks/results/2026-11-22_local_compile_time.md) --minimal is the one
 // that changes compile time (a faster front end); -default-device,
 // --split-compile and the -I folders change nothing measurable. A compile
@@ -18,6 +19,7 @@
 
 #include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/cuda/nvrtc/compile_options.hpp"
 #include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
@@ -167,14 +169,18 @@ CompileResult run_nvrtc(const std::string& source, const std::string& program_na
   return out;
 }
 
-std::vector<std::string> options_for(const std::string& arch, CompileTarget target, bool minimal) {
+std::vector<std::string> options_for(const std::string& arch, CompileTarget target, bool minimal,
+                                     const CudaCompileOptions& user) {
   ParsedArch parsed = parse_arch(arch);
+  validate_compile_options(user);
   std::vector<std::string> options;
   options.push_back(std::string("--gpu-architecture=") +
                     (target == CompileTarget::Cubin ? "sm_" : "compute_") +
                     std::to_string(parsed.number) + parsed.suffix);
-  options.push_back("--std=c++17");
+  options.push_back("--std=" + user.std);
+  for (const auto& flag : include_flags(user)) options.push_back(flag);
   for (const auto& dir : toolkit_paths().include_dirs) options.push_back("-I" + dir);
+  for (auto& flag : option_flags(user)) options.push_back(std::move(flag));
   if (minimal) options.push_back(kMinimal);
   return options;
 }
@@ -182,13 +188,13 @@ std::vector<std::string> options_for(const std::string& arch, CompileTarget targ
 }  // namespace
 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
-                                         const std::string& source) {
-  return options_for(arch, target, codegen::fits_minimal_builtins(source));
+                                         const std::string& source, const CudaCompileOptions& user) {
+  return options_for(arch, target, codegen::fits_minimal_builtins(source), user);
 }
 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const GeneratedKernel& kernel) {
-  return options_for(arch, target, kernel.fits_minimal);
+  return options_for(arch, target, kernel.fits_minimal, kernel.options);
 }
 
 std::string nvrtc_program_name(const GeneratedKernel& kernel) {
@@ -206,9 +212,10 @@ std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arc
 }
 
 std::string compile_source(const std::string& source, const std::string& program_name,
-                           const std::string& arch, CompileTarget target) {
-  CompileResult result =
-      run_nvrtc(source, program_name, arch, target, compile_options(arch, target, source));
+                           const std::string& arch, CompileTarget target,
+                           const CudaCompileOptions& options) {
+  CompileResult result = run_nvrtc(source, program_name, arch, target,
+                                   compile_options(arch, target, source, options));
   if (result.ok) return std::move(result.binary);
   throw CompileError("compiling '" + program_name + "' failed:\n" + result.log, result.log, source);
 }

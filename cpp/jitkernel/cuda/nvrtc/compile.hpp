@@ -20,20 +20,25 @@ std::string compile_kernel(const GeneratedKernel& kernel, const std::string& arc
 // else "<entry name>.cu".
 std::string nvrtc_program_name(const GeneratedKernel& kernel);
 
-// Compiles arbitrary standalone source (builtin helper kernels, tests).
+// Compiles arbitrary standalone source (compile_cuda, builtin helper kernels).
 std::string compile_source(const std::string& source, const std::string& program_name,
-                           const std::string& arch, CompileTarget target = CompileTarget::Cubin);
+                           const std::string& arch, CompileTarget target = CompileTarget::Cubin,
+                           const CudaCompileOptions& options = {});
 
 // The NVRTC options for compiling `source` (the single source of truth, also
-// for cache keys): the architecture, C++17, the configured -I folders, and
-// --minimal when the source fits it (fits_minimal_builtins). Does not load
+// for cache keys): the architecture, the language standard, the user's and
+// the configured -I folders, the user's compile options (validated here:
+// ArgumentError naming the option) and --minimal when the source fits it
+// (fits_minimal_builtins). Does not load
 // NVRTC (a disk-cache hit must not pay for that); a compile with an NVRTC
 // older than 12.4, which lacks --minimal, leaves it out (cache keys tell
 // NVRTC builds apart anyway).
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
-                                         const std::string& source);
-// The same options for a generated kernel's source, with --minimal decided
-// by the generator (kernel.fits_minimal) instead of a scan of the whole file.
+                                         const std::string& source,
+                                         const CudaCompileOptions& options = {});
+// The same options for a generated kernel's source (with its
+// kernel.options), with --minimal decided by the generator
+// (kernel.fits_minimal) instead of a scan of the whole file.
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const GeneratedKernel& kernel);
 

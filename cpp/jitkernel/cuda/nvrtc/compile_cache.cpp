@@ -3,9 +3,11 @@
 // disk cache (cache/disk_cache.hpp) keyed by cache/compile_key.hpp, which also
 // keys the in-memory cache (so a kernel whose launch plan is built after one
 // of its headers changed is compiled again); a binary is stored only when the
-// key computed again after the compile is unchanged.
+// key computed again after the compile is unchanged. Each request is
+// reported (core/compile_events.hpp) with where its binary came from.
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -13,7 +15,9 @@
 #include <vector>
 
 #include "jitkernel/cache/disk_cache.hpp"
+#include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/hash.hpp"
+#include "jitkernel/cuda/nvrtc/compile_options.hpp"
 #include "jitkernel/cuda/nvrtc/compiler_identity.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
@@ -46,6 +50,26 @@ struct Compiled {
   // False when a file the key covers changed while NVRTC ran: the binary may
   // be of either version, so it is kept under no key.
   bool keyed = true;
+  BinarySource from = BinarySource::Compiled;
+};
+
+// Reports the request that started at `start` as answered from `from`.
+class Answer {
+ public:
+  Answer(const std::string& name, const std::string& arch, std::size_t source_bytes)
+      : name_(name), arch_(arch), source_bytes_(source_bytes),
+        start_(std::chrono::steady_clock::now()) {}
+  void operator()(BinarySource from) const {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    report_answered("NVRTC", name_, arch_, source_bytes_, from, seconds);
+  }
+
+ private:
+  const std::string& name_;
+  const std::string& arch_;
+  std::size_t source_bytes_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // The disk cache, else `compile` (whose result is stored on disk if
@@ -63,7 +87,8 @@ Compiled through_disk(const cache::CompileKey& key, const std::string& program_n
     }
     return {compile(), true};
   }
-  if (std::optional<std::string> hit = cache::load(key.digest)) return {std::move(*hit), true};
+  if (std::optional<std::string> hit = cache::load(key.digest))
+    return {std::move(*hit), true, BinarySource::DiskCache};
   Compiled out{compile(), true};
   out.keyed = rekey().digest == key.digest;
   if (out.keyed) cache::store(key.digest, out.binary);
@@ -71,10 +96,10 @@ Compiled through_disk(const cache::CompileKey& key, const std::string& program_n
 }
 
 // The compile key's fields (cache/compile_key.hpp) besides the options,
-// which its callers choose.
+// which its callers choose; `user` adds its include folders.
 cache::CompileKey key_with_options(const std::string& source, const std::string& program_name,
                                    const std::string& arch, CompileTarget target,
-                                   std::vector<std::string> options) {
+                                   std::vector<std::string> options, const CudaCompileOptions& user) {
   cache::CompileKeyFields fields;
   fields.source = source;
   fields.program_name = program_name;
@@ -82,55 +107,68 @@ cache::CompileKey key_with_options(const std::string& source, const std::string&
   fields.target = target_name(target);
   fields.options = std::move(options);
   fields.compiler = compiler_identity();
-  fields.include_dirs = toolkit_paths().include_dirs;
+  fields.include_dirs = user.include_dirs;
+  const auto& toolkit = toolkit_paths().include_dirs;
+  fields.include_dirs.insert(fields.include_dirs.end(), toolkit.begin(), toolkit.end());
   return cache::compile_key(fields);
 }
 
 }  // namespace
 
 cache::CompileKey compile_key(const std::string& source, const std::string& program_name,
-                              const std::string& arch, CompileTarget target) {
+                              const std::string& arch, CompileTarget target,
+                              const CudaCompileOptions& options) {
   return key_with_options(source, program_name, arch, target,
-                          compile_options(arch, target, source));
+                          compile_options(arch, target, source, options), options);
 }
 
 cache::CompileKey compile_key(const GeneratedKernel& kernel, const std::string& arch,
                               CompileTarget target) {
   return key_with_options(kernel.source, nvrtc_program_name(kernel), arch, target,
-                          compile_options(arch, target, kernel));
+                          compile_options(arch, target, kernel), kernel.options);
 }
 
 std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
                                       CompileTarget target) {
-  return through_disk(
-             compile_key(kernel, arch, target), nvrtc_program_name(kernel),
-             [&] { return compile_key(kernel, arch, target); },
-             [&] { return compile_kernel(kernel, arch, target); })
-      .binary;
+  const std::string name = nvrtc_program_name(kernel);
+  const Answer answer(name, arch, kernel.source.size());
+  Compiled compiled = through_disk(
+      compile_key(kernel, arch, target), name, [&] { return compile_key(kernel, arch, target); },
+      [&] { return compile_kernel(kernel, arch, target); });
+  answer(compiled.from);
+  return std::move(compiled.binary);
 }
 
 std::string compile_source_persistent(const std::string& source, const std::string& program_name,
-                                      const std::string& arch, CompileTarget target) {
-  return through_disk(
-             compile_key(source, program_name, arch, target), program_name,
-             [&] { return compile_key(source, program_name, arch, target); },
-             [&] { return compile_source(source, program_name, arch, target); })
-      .binary;
+                                      const std::string& arch, CompileTarget target,
+                                      const CudaCompileOptions& options) {
+  const Answer answer(program_name, arch, source.size());
+  Compiled compiled = through_disk(
+      compile_key(source, program_name, arch, target, options), program_name,
+      [&] { return compile_key(source, program_name, arch, target, options); },
+      [&] { return compile_source(source, program_name, arch, target, options); });
+  answer(compiled.from);
+  return std::move(compiled.binary);
 }
 
 std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& kernel,
                                                          const std::string& arch) {
+  const std::string name = nvrtc_program_name(kernel);
+  const Answer answer(name, arch, kernel.source.size());
   const cache::CompileKey key = compile_key(kernel, arch, CompileTarget::Cubin);
   BinaryCache& memory = binary_cache();
   {
     std::lock_guard<std::mutex> lock(memory.mutex);
     auto it = memory.entries.find(key.digest);
-    if (it != memory.entries.end()) return it->second;
+    if (it != memory.entries.end()) {
+      answer(BinarySource::MemoryCache);
+      return it->second;
+    }
   }
   Compiled compiled = through_disk(
-      key, nvrtc_program_name(kernel),
-      [&] { return compile_key(kernel, arch, CompileTarget::Cubin); },
+      key, name, [&] { return compile_key(kernel, arch, CompileTarget::Cubin); },
       [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); });
+  answer(compiled.from);
   auto cubin = std::make_shared<const std::string>(std::move(compiled.binary));
   if (!compiled.keyed) return cubin;
   std::lock_guard<std::mutex> lock(memory.mutex);

@@ -27,17 +27,20 @@ std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& 
 std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::string& arch,
                                       CompileTarget target);
 std::string compile_source_persistent(const std::string& source, const std::string& program_name,
-                                      const std::string& arch, CompileTarget target);
+                                      const std::string& arch, CompileTarget target,
+                                      const CudaCompileOptions& options = {});
 
 // The disk cache key of compiling `source` as `program_name` with the
-// current toolkit: compile_options(), the NVRTC library's identity
-// (compiler_identity.hpp) and the configured -I folders, hashed with the
+// current toolkit and `options`: compile_options(), the NVRTC library's
+// identity (compiler_identity.hpp) and the user's and configured -I
+// folders, hashed with the
 // files the source can #include among the rest (not_covered says when those
 // cannot be known: no disk cache then). Throws ArgumentError for a bad
 // `arch`, CudaNotAvailable when NVRTC cannot be loaded (the options depend on
 // its version).
 cache::CompileKey compile_key(const std::string& source, const std::string& program_name,
-                              const std::string& arch, CompileTarget target);
+                              const std::string& arch, CompileTarget target,
+                              const CudaCompileOptions& options = {});
 // The key of a generated kernel (what compile_kernel_cached and
 // compile_kernel_persistent use): its source under its program name, with
 // the options compile_options(arch, target, kernel) gives.
