@@ -77,14 +77,16 @@ def test_shape_of_zero_dim_array_and_scalar():
     assert "constexpr int s_ndim = 0;" in prologue(text)
 
 
-def test_more_than_8_dims_is_an_error_only_when_shape_or_strides_are_used():
-    nine = np.zeros((1,) * 9, np.float32)
+def test_more_than_10_dims_is_an_error_only_when_shape_or_strides_are_used():
+    # MAX_NDIM is 10, as in MLX.
+    eleven = np.zeros((1,) * 11, np.float32)
     for use in ("inp_shape[0]", "inp_strides[0]"):
-        with pytest.raises(jk.ArgumentError, match=r"^inputs: .*'inp'.*9 dimensions.*at most 8"):
-            gen(f"out[0] = {use};", [nine], [jk.float32], input_names=["inp"])
-    assert "const int inp_ndim" in signature(gen("out[0] = inp_ndim;", [nine], [jk.float32], input_names=["inp"]))
-    gen("out[0] = inp[0];", [nine], [jk.float32], input_names=["inp"])
-    gen("out[0] = inp_shape[0];", [np.zeros((1,) * 8, np.float32)], [jk.float32], input_names=["inp"])
+        with pytest.raises(jk.ArgumentError, match=r"^inputs: .*'inp'.*11 dimensions.*at most 10"):
+            gen(f"out[0] = {use};", [eleven], [jk.float32], input_names=["inp"])
+    assert "const int inp_ndim" in signature(gen("out[0] = inp_ndim;", [eleven], [jk.float32], input_names=["inp"]))
+    gen("out[0] = inp[0];", [eleven], [jk.float32], input_names=["inp"])
+    gen("out[0] = inp_shape[0];", [np.zeros((1,) * 10, np.float32)], [jk.float32], input_names=["inp"])
+    assert "#define MAX_NDIM 10\n" in gen("out[0] = inp[0];", [eleven], [jk.float32], input_names=["inp"])
 
 
 # --------------------------------------------------------------------------- templates

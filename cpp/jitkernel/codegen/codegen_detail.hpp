@@ -38,16 +38,23 @@ struct SourceScan {
   // when something else follows the `::`).
   std::unordered_set<std::string> scoped;
   std::vector<std::string> includes;            // targets of #include lines
+  // Names the user code declares: #define names anywhere; in a header at file
+  // scope also struct/class/union/enum names, `using X =` aliases and
+  // function names (an identifier followed by `(` outside braces/parentheses).
+  std::unordered_set<std::string> declared;
 
   bool has(const std::string& name) const { return identifiers.count(name) != 0; }
   bool qualifies(const std::string& name) const { return qualifiers.count(name) != 0; }
   // True when `name` appears somewhere other than right before `::`
   // (`using namespace name;`, `namespace x = name;`, a variable `name`).
   bool used_unqualifying(const std::string& name) const { return unqualifying.count(name) != 0; }
+  bool declares(const std::string& name) const { return declared.count(name) != 0; }
 };
 
 // Adds what `text` mentions to `scan` (call once per text: body, header).
-void scan_into(std::string_view text, SourceScan& scan);
+// `file_scope`: the text's top level is file scope (a header, a whole file),
+// where struct and function names count as declarations.
+void scan_into(std::string_view text, SourceScan& scan, bool file_scope = false);
 SourceScan scan_user_code(const std::string& source, const std::string& header);
 
 // ---- names.cpp -------------------------------------------------------------
@@ -166,6 +173,29 @@ std::string_view cooperative_groups_shim();
 // cooperative launch.
 bool syncs_grid(const std::string& source, const std::string& header);
 
+// ---- nvcc_macros.cpp -------------------------------------------------------
+// Whether `identifier` is a CUDART_* math constant of <math_constants.h>.
+bool mentions_math_constants(const std::string& identifier);
+// `#ifndef X / #define X ... / #endif` for each math macro and limit that nvcc
+// gives implicitly (INFINITY, NAN, HUGE_VALF, M_PI, FLT_MAX, INT_MAX,
+// INT32_MAX, ...) which the user code mentions and does not #define.
+std::string nvcc_macros_text(const SourceScan& scan);
+
+// ---- mlx_device_utils.cpp --------------------------------------------------
+// Which groups of MLX's device utilities the user code mentions (and does
+// not declare itself).
+struct MlxUtils {
+  bool vector_io = false;  // AlignedVector, load_vector, store_vector, ...
+  bool limits = false;     // Limits<T>
+  bool locations = false;  // elem_to_loc_nd, multi-stride elem_to_loc
+  bool complex = false;    // complex_t (needs <cuda/std/complex>)
+};
+MlxUtils detect_mlx_utils(const SourceScan& scan);
+// Their definitions (for namespace jitkernel). Limits gets __half /
+// __nv_bfloat16 specializations when those headers are included; the
+// multi-location forms return cuda::std::tuple when `cuda_std`.
+std::string mlx_utils_text(const MlxUtils& utils, bool fp16, bool bf16, bool cuda_std);
+
 // ---- preamble.cpp ----------------------------------------------------------
 // Headers the generated file needs, decided from the dtypes in the signature
 // and what the user code mentions. Heavy headers only when used.
@@ -181,15 +211,20 @@ struct Features {
   CooperativeGroups cooperative_groups = CooperativeGroups::None;
   bool cuda_std = false;       // a few light cuda/std headers (user writes `cuda::`)
   bool user_includes = false;  // user code has #include lines of its own
+  bool math_constants = false; // math_constants.h (CUDART_INF_F, CUDART_PI_F, ...)
+  std::string macros;          // nvcc_macros_text
+  MlxUtils mlx;
   bool needs_cccl() const {
-    return cooperative_groups == CooperativeGroups::Header || cuda_std || user_includes;
+    return cooperative_groups == CooperativeGroups::Header || cuda_std || user_includes ||
+           mlx.complex;
   }
 };
 Features detect_features(const SourceScan& scan, const std::vector<DType>& dtypes);
 
 // The text before the user's header: includes, fixed-width integer types,
-// the cooperative groups shim when chosen, WARP_SIZE / MAX_NDIM, and the
-// jitkernel helpers (Shape, Strides, inf, elem_to_loc). The generated
+// the math macros used, the cooperative groups shim when chosen, WARP_SIZE /
+// MAX_NDIM, and the jitkernel helpers (Shape, Strides, inf, elem_to_loc, and
+// the MLX device utilities used). The generated
 // definitions sit between `#pragma nv_diagnostic push` / `pop` that silence
 // "declared but never referenced" (177) for them only (when NVRTC supports
 // these pragmas). Ends with a newline.

@@ -29,8 +29,8 @@ void validate_cuda_kernel_spec(const KernelSpec& spec);
 //   InputData      8 bytes, device address (0-d arrays too)
 //   InputScalar    dtype_size(dtype) bytes, the value (Scalar::bytes); the
 //                  kernel sees `const T* name` pointing at it, so name[0] works
-//   InputShape     32 bytes: kMaxNdim x int32 (dims 0..ndim-1, rest 0), align 4
-//   InputStrides   64 bytes: kMaxNdim x int64 element strides (rest 0), align 8
+//   InputShape     40 bytes: kMaxNdim x int32 (dims 0..ndim-1, rest 0), align 4
+//   InputStrides   80 bytes: kMaxNdim x int64 element strides (rest 0), align 8
 //   InputNdim      4 bytes: int32 ndim
 //   OutputData     8 bytes, device address
 // Scalar inputs get no shape/strides/ndim slots (the kernel defines them as

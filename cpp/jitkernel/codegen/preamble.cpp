@@ -2,7 +2,9 @@
 // the dtypes of its signature and the identifiers its body/header mention)
 // and the light helpers every kernel gets, in the spellings MLX kernel
 // sources expect: fixed-width integer types, WARP_SIZE, MAX_NDIM, Shape /
-// Strides (with .data() and []), inf and elem_to_loc. Heavy headers
+// Strides (with .data() and []), inf and elem_to_loc, plus, when mentioned,
+// the macros nvcc kernels get implicitly (nvcc_macros.cpp) and MLX's other
+// device utilities (mlx_device_utils.cpp). Heavy headers
 // (cooperative_groups, CCCL's cuda::std) cost seconds in NVRTC and are
 // included only when the user code names them; cooperative groups used only
 // through this_grid() / this_thread_block() get light definitions instead
@@ -88,6 +90,8 @@ constexpr const char* kFp16Header = "cuda_fp16.h";
 constexpr const char* kBf16Header = "cuda_bf16.h";
 constexpr const char* kComplexHeader = "cuComplex.h";
 constexpr const char* kCooperativeGroupsHeader = "cooperative_groups.h";
+constexpr const char* kMathConstantsHeader = "math_constants.h";  // macros only
+constexpr const char* kComplexStdHeaders[] = {"cuda/std/complex", "cuda/std/type_traits"};
 // CCCL headers present in every CUDA 13 toolkit and nvidia-cuda-cccl wheel
 // (<cuda/std/algorithm> is not: CCCL 3.0, shipped with CUDA 13.0, lacks it).
 constexpr const char* kCudaStdHeaders[] = {
@@ -97,10 +101,13 @@ constexpr const char* kCudaStdHeaders[] = {
 
 bool is_preamble_header(const std::string& target) {
   if (target == kFp16Header || target == kBf16Header || target == kComplexHeader ||
-      target == kCooperativeGroupsHeader) {
+      target == kCooperativeGroupsHeader || target == kMathConstantsHeader) {
     return true;
   }
   for (const char* h : kCudaStdHeaders) {
+    if (target == h) return true;
+  }
+  for (const char* h : kComplexStdHeaders) {
     if (target == h) return true;
   }
   return false;
@@ -196,7 +203,10 @@ Features detect_features(const SourceScan& scan, const std::vector<DType>& dtype
     f.fp16 = f.fp16 || mentions_fp16(id);
     f.bf16 = f.bf16 || mentions_bf16(id);
     f.complex = f.complex || mentions_complex(id);
+    f.math_constants = f.math_constants || mentions_math_constants(id);
   }
+  f.macros = nvcc_macros_text(scan);
+  f.mlx = detect_mlx_utils(scan);
   if (uses_cooperative_groups(scan)) {
     f.cooperative_groups = cooperative_groups_shim_suffices(scan) ? CooperativeGroups::Shim
                                                                   : CooperativeGroups::Header;
@@ -219,7 +229,12 @@ std::string preamble_text(const Features& f) {
   if (f.cuda_std) {
     for (const char* h : kCudaStdHeaders) include(h);
   }
+  if (f.mlx.complex) {
+    for (const char* h : kComplexStdHeaders) include(h);
+  }
   if (f.cooperative_groups == CooperativeGroups::Header) include(kCooperativeGroupsHeader);
+  if (f.math_constants) include(kMathConstantsHeader);
+  out += f.macros;
   // Our own definitions: no "declared but never referenced" warnings for
   // what a kernel does not use (user code after the pop is checked as usual).
   // (NVRTC defines __NVCC_DIAG_PRAGMA_SUPPORT__ when it knows these pragmas.)
@@ -232,6 +247,8 @@ std::string preamble_text(const Features& f) {
   std::string helpers = kHelpers;
   const std::string marker = "@MAX_NDIM@";
   helpers.replace(helpers.find(marker), marker.size(), std::to_string(kMaxNdim));
+  const std::string close = "}  // namespace jitkernel\n";
+  helpers.insert(helpers.find(close), mlx_utils_text(f.mlx, f.fp16, f.bf16, f.cuda_std));
   out += helpers;
   out += "#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__\n#pragma nv_diagnostic pop\n#endif\n";
   return out;
@@ -250,7 +267,7 @@ bool scan_fits_minimal(const SourceScan& scan) {
 
 bool fits_minimal_builtins(const std::string& source) {
   codegen::SourceScan scan;
-  codegen::scan_into(source, scan);
+  codegen::scan_into(source, scan, true);
   return codegen::scan_fits_minimal(scan);
 }
 

@@ -13,7 +13,7 @@ namespace jk {
 
 inline constexpr int kHostDevice = -1;
 // Largest ndim for which name_shape / name_strides can be passed (MLX: MAX_NDIM).
-inline constexpr int kMaxNdim = 8;
+inline constexpr int kMaxNdim = 10;
 
 struct ArrayView {
   void* data = nullptr;

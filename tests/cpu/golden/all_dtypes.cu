@@ -18,7 +18,7 @@ using uintptr_t = unsigned long long;
 #pragma nv_diag_suppress 177
 #endif
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -62,7 +62,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void all_dtypes_14efd0700b5532e6(
+extern "C" __global__ void all_dtypes_bf3f14deabbfef98(
     const bool* x0,
     const int8_t* x1,
     const int16_t* x2,

@@ -95,7 +95,7 @@ __device__ __forceinline__ auto group_size(const Group& g) -> decltype(g.num_thr
 }  // namespace cooperative_groups
 namespace cg = cooperative_groups;
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -139,7 +139,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void arg_test_3ff36a28e6ca7d7a(
+extern "C" __global__ void arg_test_e31910ff4dc65431(
     const float* a,
     const int32_t* b,
     const __nv_bfloat16* c,

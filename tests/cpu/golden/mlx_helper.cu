@@ -93,7 +93,7 @@ __device__ __forceinline__ auto group_size(const Group& g) -> decltype(g.num_thr
 }  // namespace cooperative_groups
 namespace cg = cooperative_groups;
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -145,7 +145,7 @@ using namespace jitkernel;
             }
             
 #line 148 "helper.cu"
-extern "C" __global__ void helper_e63cee782ddb59e2(
+extern "C" __global__ void helper_5fe1186379121558(
     const float* a,
     float* out1) {
 #line 1 "source"

@@ -16,7 +16,7 @@ using uintptr_t = unsigned long long;
 #pragma nv_diag_suppress 177
 #endif
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -60,7 +60,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void mixed_dtypes_5eb74945ee806f93(
+extern "C" __global__ void mixed_dtypes_992cb403231670af(
     const __half* inp,
     __half* out) {
 #line 1 "source"

@@ -15,7 +15,7 @@ using uintptr_t = unsigned long long;
 #pragma nv_diag_suppress 177
 #endif
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -59,7 +59,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void mixed_dtypes_ae97034dfe911eca(
+extern "C" __global__ void mixed_dtypes_1dd28cd03c94b3cf(
     const float* inp,
     float* out) {
 #line 1 "source"

@@ -93,7 +93,7 @@ __device__ __forceinline__ auto group_size(const Group& g) -> decltype(g.num_thr
 }  // namespace cooperative_groups
 namespace cg = cooperative_groups;
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -132,12 +132,84 @@ __host__ __device__ inline IdxT elem_to_loc(IdxT elem, const Shape& shape,
                                             const Strides& strides, int ndim) {
   return elem_to_loc<IdxT>(elem, shape.data(), strides.data(), ndim);
 }
+template <typename IdxT>
+struct Locations2 { IdxT a, b; };
+template <typename IdxT>
+struct Locations3 { IdxT a, b, c; };
+template <typename IdxT>
+__host__ __device__ inline Locations2<IdxT> make_locations(IdxT a, IdxT b) { return {a, b}; }
+template <typename IdxT>
+__host__ __device__ inline Locations3<IdxT> make_locations(IdxT a, IdxT b, IdxT c) { return {a, b, c}; }
+// MLX's elem_to_loc_nd (the number of dimensions a template argument) and
+// the forms giving an element's location in two or three arrays at once.
+template <int NDIM, typename IdxT = int64_t>
+__host__ __device__ inline IdxT elem_to_loc_nd(IdxT elem, const int* shape, const int64_t* strides) {
+  IdxT loc = 0;
+#pragma unroll
+  for (int d = NDIM - 1; d >= 0; --d) {
+    loc += (elem % shape[d]) * IdxT(strides[d]);
+    elem /= shape[d];
+  }
+  return loc;
+}
+template <int NDIM, typename IdxT = int64_t>
+__host__ __device__ inline Locations2<IdxT> elem_to_loc_nd(IdxT elem, const int* shape, const int64_t* a,
+                                                           const int64_t* b) {
+  IdxT la = 0, lb = 0;
+#pragma unroll
+  for (int d = NDIM - 1; d >= 0; --d) {
+    IdxT i = elem % shape[d];
+    la += i * IdxT(a[d]);
+    lb += i * IdxT(b[d]);
+    elem /= shape[d];
+  }
+  return make_locations(la, lb);
+}
+template <int NDIM, typename IdxT = int64_t>
+__host__ __device__ inline Locations3<IdxT> elem_to_loc_nd(IdxT elem, const int* shape, const int64_t* a,
+                                                           const int64_t* b, const int64_t* c) {
+  IdxT la = 0, lb = 0, lc = 0;
+#pragma unroll
+  for (int d = NDIM - 1; d >= 0; --d) {
+    IdxT i = elem % shape[d];
+    la += i * IdxT(a[d]);
+    lb += i * IdxT(b[d]);
+    lc += i * IdxT(c[d]);
+    elem /= shape[d];
+  }
+  return make_locations(la, lb, lc);
+}
+template <typename IdxT = int64_t>
+__host__ __device__ inline Locations2<IdxT> elem_to_loc(IdxT elem, const int* shape, const int64_t* a,
+                                                        const int64_t* b, int ndim) {
+  IdxT la = 0, lb = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IdxT i = elem % shape[d];
+    la += i * IdxT(a[d]);
+    lb += i * IdxT(b[d]);
+    elem /= shape[d];
+  }
+  return make_locations(la, lb);
+}
+template <typename IdxT = int64_t>
+__host__ __device__ inline Locations3<IdxT> elem_to_loc(IdxT elem, const int* shape, const int64_t* a,
+                                                        const int64_t* b, const int64_t* c, int ndim) {
+  IdxT la = 0, lb = 0, lc = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IdxT i = elem % shape[d];
+    la += i * IdxT(a[d]);
+    lb += i * IdxT(b[d]);
+    lc += i * IdxT(c[d]);
+    elem /= shape[d];
+  }
+  return make_locations(la, lb, lc);
+}
 }  // namespace jitkernel
 using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void myexpFalse_4aaf09338028151b(
+extern "C" __global__ void myexpFalse_f29c6b96489eac61(
     const float* inp,
     const __grid_constant__ jitkernel::Shape inp_shape,
     const __grid_constant__ jitkernel::Strides inp_strides,

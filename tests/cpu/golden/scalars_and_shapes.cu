@@ -15,7 +15,7 @@ using uintptr_t = unsigned long long;
 #pragma nv_diag_suppress 177
 #endif
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -59,7 +59,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void scalars_c991bd25e4418d80(
+extern "C" __global__ void scalars_22c6fa6e4057d8e0(
     const float* z,
     const __grid_constant__ jitkernel::Shape z_shape,
     const int z_ndim,

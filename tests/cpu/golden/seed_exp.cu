@@ -94,7 +94,7 @@ __device__ __forceinline__ auto group_size(const Group& g) -> decltype(g.num_thr
 }  // namespace cooperative_groups
 namespace cg = cooperative_groups;
 #define WARP_SIZE 32
-#define MAX_NDIM 8
+#define MAX_NDIM 10
 
 namespace jitkernel {
 // Shape (int32) and strides (int64, in elements) of an input, passed by value
@@ -138,7 +138,7 @@ using namespace jitkernel;
 #ifdef __NVCC_DIAG_PRAGMA_SUPPORT__
 #pragma nv_diagnostic pop
 #endif
-extern "C" __global__ void myexp_d6f443e6badadd2d(
+extern "C" __global__ void myexp_e816e40f63d0ba68(
     const __half* inp,
     __half* out) {
   using T = float;
