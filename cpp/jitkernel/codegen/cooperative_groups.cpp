@@ -6,9 +6,10 @@
 // generated file defines that subset itself (same names, return types and
 // values as the CUDA API); anything else, or anything we cannot be sure of,
 // gets the real header.
-#include <regex>
+#include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "jitkernel/codegen/codegen_detail.hpp"
 
@@ -194,18 +195,77 @@ bool cooperative_groups_shim_suffices(const SourceScan& scan) {
 
 std::string_view cooperative_groups_shim() { return kShim; }
 
+namespace {
+
+// The user code as tokens: identifiers and single punctuation characters,
+// whitespace dropped (one linear pass; no regular expressions, whose
+// backtracking matchers recurse per character on long sources).
+std::vector<std::string_view> grid_tokens(std::string_view text) {
+  std::vector<std::string_view> tokens;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t i = 0; i < text.size();) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+    } else if (ident(text[i])) {
+      std::size_t j = i;
+      while (j < text.size() && ident(text[j])) ++j;
+      tokens.push_back(text.substr(i, j - i));
+      i = j;
+    } else {
+      tokens.push_back(text.substr(i++, 1));
+    }
+  }
+  return tokens;
+}
+
+// Whether tokens[i..] spell `[ns ::]* this_grid (`; sets *end past the '('.
+bool grid_call_at(const std::vector<std::string_view>& t, std::size_t i, std::size_t* end) {
+  while (i + 2 < t.size() && t[i + 1] == ":" && t[i + 2] == ":") i += 3;  // cg:: / cooperative_groups::
+  if (i + 1 < t.size() && t[i] == "this_grid" && t[i + 1] == "(") {
+    *end = i + 2;
+    return true;
+  }
+  return false;
+}
+
+bool is_word(std::string_view token) {
+  return !token.empty() && (std::isalpha(static_cast<unsigned char>(token[0])) || token[0] == '_');
+}
+
+}  // namespace
+
 bool syncs_grid(const std::string& source, const std::string& header) {
   const std::string text = header + "\n" + source;
   if (text.find("this_grid") == std::string::npos && text.find("grid_group") == std::string::npos) return false;
-  static const std::regex direct(R"(this_grid\s*\(\s*\)\s*\.\s*sync\s*\(|\bsync\s*\(\s*(\w+\s*::\s*)*this_grid\s*\()");
-  if (std::regex_search(text, direct)) return true;
-  // Variables holding the grid: `grid_group g`, `auto g = cg::this_grid()`, `g(this_grid())`.
-  static const std::regex declared(
-      R"(grid_group\s*&?\s*(\w+)|(\w+)\s*(=|\(|\{)\s*(\w+\s*::\s*)*this_grid\s*\()");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), declared); it != std::sregex_iterator(); ++it) {
-    const std::string name = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
-    const std::regex use("\\b" + name + "\\s*\\.\\s*sync\\s*\\(|\\bsync\\s*\\(\\s*" + name + "\\s*\\)");
-    if (std::regex_search(text, use)) return true;
+  const std::vector<std::string_view> t = grid_tokens(text);
+  const std::size_t n = t.size();
+  auto at = [&](std::size_t i, std::string_view s) { return i < n && t[i] == s; };
+  std::vector<std::string_view> holders;  // variables holding the grid
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    // this_grid().sync(  and  sync([ns::]this_grid(
+    if (t[i] == "this_grid" && at(i + 1, "(") && at(i + 2, ")") && at(i + 3, ".") && at(i + 4, "sync") &&
+        at(i + 5, "("))
+      return true;
+    if (t[i] == "sync" && at(i + 1, "(") && grid_call_at(t, i + 2, &end)) return true;
+    // grid_group [&] g   and   g (=|(|{) [ns::]this_grid(
+    if (t[i] == "grid_group") {
+      std::size_t j = at(i + 1, "&") ? i + 2 : i + 1;
+      if (j < n && is_word(t[j])) holders.push_back(t[j]);
+    }
+    if (is_word(t[i]) && (at(i + 1, "=") || at(i + 1, "(") || at(i + 1, "{")) && grid_call_at(t, i + 2, &end))
+      holders.push_back(t[i]);
+  }
+  if (holders.empty()) return false;
+  auto holds_grid = [&](std::string_view name) {
+    for (std::string_view h : holders)
+      if (h == name) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    // g.sync(   and   sync(g)
+    if (holds_grid(t[i]) && at(i + 1, ".") && at(i + 2, "sync") && at(i + 3, "(")) return true;
+    if (t[i] == "sync" && at(i + 1, "(") && i + 2 < n && holds_grid(t[i + 2]) && at(i + 3, ")")) return true;
   }
   return false;
 }
