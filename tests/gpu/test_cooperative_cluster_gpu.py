@@ -72,16 +72,6 @@ def test_cluster_dsm_reduction(size):
     np.testing.assert_allclose(to_numpy(out), a.reshape(clusters, -1).sum(axis=1), rtol=1e-5)
 
 
-def test_cluster_too_large_for_device():
-    # 16 threadgroups of 1024 threads with 200 kB of dynamic shared memory each cannot share one GPC.
-    k = jk.cuda_kernel("cluster_sum", ["a"], ["out"], CLUSTER_SUM, shared_memory=200_000)
-    a = np.zeros(16 * 1024, np.float32)
-    with pytest.raises(jk.ArgumentError, match="cluster") as e:
-        k(inputs=[a], output_shapes=[(1,)], output_dtypes=[np.float32], grid=(a.size, 1, 1),
-          threadgroup=(1024, 1, 1), cluster=(16, 1, 1))
-    assert e.value.argument == "cluster"
-
-
 def test_attributes_match_cupy():
     cupy = pytest.importorskip("cupy")
     k = jk.cuda_kernel("grid_sum", ["a"], ["partial", "out"], GRID_SUM)
