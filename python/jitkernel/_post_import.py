@@ -9,11 +9,10 @@ that raises is reported as a warning: a broken framework must not break the impo
 """
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 _lock = threading.RLock()
 _pending: dict[str, list[Callable]] = {}
@@ -40,8 +39,9 @@ def _run(name: str, module, callbacks: list) -> None:
                           RuntimeWarning, stacklevel=2)
 
 
-class _Loader(importlib.abc.Loader):
-    """The module's own loader, then the callbacks waiting for it."""
+class _Loader:
+    """The module's own loader, then the callbacks waiting for it (duck-typed: importing importlib.abc would cost
+    more than the rest of ``import jitkernel``)."""
 
     def __init__(self, name: str, loader):
         self._name = name
@@ -60,7 +60,7 @@ class _Loader(importlib.abc.Loader):
         return getattr(self._loader, attr)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Finds nothing itself: for a watched name it asks the other finders and wraps the loader they return."""
 
     def find_spec(self, fullname, path=None, target=None):
