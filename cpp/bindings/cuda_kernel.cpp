@@ -461,6 +461,12 @@ void bind(nb::module_& m) {
         PyType_Modified(tp);
       },
       "cls"_a, "fn"_a, "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
+  // The call's keywords and the required ones, for the Python paths that mirror the call slot (_traced_call.py).
+  nb::list keywords, required;
+  for (const char* k : kCallKeywords) keywords.append(k);
+  for (int i : kRequired) required.append(kCallKeywords[i]);
+  m.attr("_call_keywords") = nb::tuple(keywords);
+  m.attr("_call_required") = nb::tuple(required);
   m.def("_reraise_pending", &reraise_pending,
         "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
   m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a, "compile_options"_a.none(),

@@ -111,9 +111,8 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
                            stream=stream, outputs=outputs, verbose=verbose)
 
 
-_KEYWORDS = ("inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value", "stream",
-             "outputs", "verbose", "cooperative", "cluster")
-_REQUIRED = ("inputs", "grid", "threadgroup")
+_KEYWORDS = _core._call_keywords  # the C call slot's, in its order (cpp/bindings/cuda_kernel.cpp)
+_REQUIRED = _core._call_required
 
 
 def dynamo_call(self, *args, **kwargs):

@@ -254,3 +254,12 @@ def test_bad_keywords_inside_compile_raise_the_eager_error():
                       backend=_Graphs())
     with pytest.raises(jk.ArgumentTypeError, match="unexpected keyword argument 'bogus'"):
         f(torch.randn(4))
+
+
+def test_spec_written_before_compile_options_still_loads():
+    import json
+
+    fields = json.loads(KERNEL._spec)
+    del fields["compile_options"]  # as exported by a jitkernel without compile_options
+    rebuilt = _kernel_record.kernel_for(json.dumps(fields, sort_keys=True))
+    assert rebuilt.source_text == SOURCE and rebuilt.input_names == ("inp", "s")

@@ -236,21 +236,26 @@ LaunchGeometry launch_geometry(const LaunchConfig& config, int device) {
   return g;
 }
 
+CUlaunchConfig launch_config(const LaunchGeometry& g, int shared_memory, CUstream stream) {
+  CUlaunchConfig config{};
+  config.gridDimX = g.grid[0];
+  config.gridDimY = g.grid[1];
+  config.gridDimZ = g.grid[2];
+  config.blockDimX = g.block[0];
+  config.blockDimY = g.block[1];
+  config.blockDimZ = g.block[2];
+  config.sharedMemBytes = static_cast<unsigned>(shared_memory);
+  config.hStream = stream;
+  return config;
+}
+
 void launch_function(CUfunction function, const char* kernel_name, const PreparedCall& prepared,
                      int shared_memory, void** params) {
   const LaunchGeometry& g = prepared.geometry;
   const DriverApi& api = driver();
   DeviceGuard guard(prepared.device);
   ensure_dynamic_shared_memory(function, kernel_name, shared_memory, prepared.device);
-  CUlaunchConfig launch{};
-  launch.gridDimX = g.grid[0];
-  launch.gridDimY = g.grid[1];
-  launch.gridDimZ = g.grid[2];
-  launch.blockDimX = g.block[0];
-  launch.blockDimY = g.block[1];
-  launch.blockDimZ = g.block[2];
-  launch.sharedMemBytes = static_cast<unsigned>(shared_memory);
-  launch.hStream = prepared.stream;
+  CUlaunchConfig launch = launch_config(g, shared_memory, prepared.stream);
   LaunchAttributes attributes;
   launch_attributes(function, kernel_name, prepared.device, g, shared_memory, prepared.cooperative,
                     prepared.cluster, attributes);

@@ -26,6 +26,10 @@ struct LaunchGeometry {
   unsigned block[3];
 };
 
+// cuLaunchKernelEx's configuration for `g` (no attributes): what a launch and
+// the occupancy queries about it (launch_options.cpp) both describe.
+CUlaunchConfig launch_config(const LaunchGeometry& g, int shared_memory, CUstream stream);
+
 // Inputs on the device, outputs ready to be written, and the launch geometry.
 // Inputs are not copied: the prepared call reads the call's own inputs (which
 // must outlive it) except where a host array was uploaded or a strided array

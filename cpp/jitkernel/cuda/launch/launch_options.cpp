@@ -88,14 +88,7 @@ void check_cluster(CUfunction function, const char* kernel_name, const DeviceInf
     }
   }
   CUlaunchAttribute attr = cluster_attribute(cluster);
-  CUlaunchConfig config{};
-  config.gridDimX = g.grid[0];
-  config.gridDimY = g.grid[1];
-  config.gridDimZ = g.grid[2];
-  config.blockDimX = g.block[0];
-  config.blockDimY = g.block[1];
-  config.blockDimZ = g.block[2];
-  config.sharedMemBytes = static_cast<unsigned>(shared_memory);
+  CUlaunchConfig config = launch_config(g, shared_memory, nullptr);
   config.attrs = &attr;
   config.numAttrs = 1;
   int clusters = 0;
