@@ -392,6 +392,15 @@ struct ExpFloor {
     void* params[] = {&in, &out, &n};
     jk::cuda::check(jk::cuda::driver().cuLaunchKernelEx(&cfg, function, params, nullptr), "cuLaunchKernelEx");
   }
+  // The same launch through the driver's plain entry point (no launch attributes).
+  void launch_plain(void* out) {
+    void* in = x.view.data;
+    long long n = kElements;
+    void* params[] = {&in, &out, &n};
+    jk::cuda::check(jk::cuda::driver().cuLaunchKernel(function, static_cast<unsigned>(kElements / 256), 1, 1, 256,
+                                                      1, 1, 0, nullptr, params, nullptr),
+                    "cuLaunchKernel");
+  }
   // A stream-ordered output, the launch into it and its free: what an allocating call must do at least.
   void alloc_launch_free() {
     const auto& api = jk::cuda::driver();
@@ -423,30 +432,26 @@ void add_floor_cases(Suite& suite) {
 
   auto sync = []() { jk::cuda::check(jk::cuda::driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize"); };
   const std::string note = "exp over 4096 float32 (" + arch + ")";
-  suite.cases.push_back({"floor/raw_exp4096_launch", note + ": cuLaunchKernelEx, output given", 1000,
-                         [st, sync](std::int64_t k) {
-                           auto t0 = Clock::now();
-                           for (std::int64_t i = 0; i < k; ++i) st->launch(st->y.view.data);
-                           sync();
-                           return seconds_since(t0);
-                         }});
-  suite.cases.push_back({"floor/raw_exp4096_alloc_launch_free",
-                         note + ": cuMemAllocAsync + cuLaunchKernelEx + cuMemFreeAsync", 1000,
-                         [st, sync](std::int64_t k) {
-                           auto t0 = Clock::now();
-                           for (std::int64_t i = 0; i < k; ++i) st->alloc_launch_free();
-                           sync();
-                           return seconds_since(t0);
-                         }});
-  suite.cases.push_back({"floor/raw_exp4096_launch_sync", note + ": cuLaunchKernelEx + cuStreamSynchronize", 200,
-                         [st, sync](std::int64_t k) {
-                           auto t0 = Clock::now();
-                           for (std::int64_t i = 0; i < k; ++i) {
-                             st->launch(st->y.view.data);
-                             sync();
-                           }
-                           return seconds_since(t0);
-                         }});
+  // A case doing `op` k times, synchronizing after each (`each`) or once at the end.
+  auto add = [&](const char* name, const std::string& what, std::int64_t batch, bool each, auto op) {
+    suite.cases.push_back({name, note + ": " + what, batch, [op, each, sync](std::int64_t k) {
+                             auto t0 = Clock::now();
+                             for (std::int64_t i = 0; i < k; ++i) {
+                               op();
+                               if (each) sync();
+                             }
+                             if (!each) sync();
+                             return seconds_since(t0);
+                           }});
+  };
+  add("floor/raw_exp4096_launch", "cuLaunchKernelEx, output given", 1000, false,
+      [st] { st->launch(st->y.view.data); });
+  add("floor/raw_exp4096_cuLaunchKernel", "cuLaunchKernel, output given", 1000, false,
+      [st] { st->launch_plain(st->y.view.data); });
+  add("floor/raw_exp4096_alloc_launch_free", "cuMemAllocAsync + cuLaunchKernelEx + cuMemFreeAsync", 1000, false,
+      [st] { st->alloc_launch_free(); });
+  add("floor/raw_exp4096_launch_sync", "cuLaunchKernelEx + cuStreamSynchronize", 200, true,
+      [st] { st->launch(st->y.view.data); });
 }
 
 }  // namespace
@@ -484,7 +489,8 @@ Suite make_suite() {
       why = e.what();
     }
     for (const char* name : {"launch/raw_cuLaunchKernelEx", "launch/jitkernel_outputs", "launch/jitkernel_alloc",
-                             "floor/raw_exp4096_launch", "floor/raw_exp4096_alloc_launch_free",
+                             "floor/raw_exp4096_launch", "floor/raw_exp4096_cuLaunchKernel",
+                             "floor/raw_exp4096_alloc_launch_free",
                              "floor/raw_exp4096_launch_sync"})
       suite.skipped.push_back(std::string(name) + ": " + why);
   }

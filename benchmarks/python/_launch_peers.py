@@ -187,19 +187,22 @@ def peer_jitkernel(n):
     out = []
 
     def pair(label, x, z, sync):
-        shapes, dtypes = [(n,)], [jk.float32]
-        f = lambda: k(inputs=[x], output_shapes=shapes, output_dtypes=dtypes, **geo)
+        # Written as users write a call: keywords spelled out, the lists and tuples built per call.
+        f = lambda: k(inputs=[x], output_shapes=[(n,)], output_dtypes=[jk.float32], grid=(n, 1, 1),
+                      threadgroup=(256, 1, 1))
         check(f()[0], exp_of(x), f"jitkernel {label}")
-        g = lambda: k(inputs=[x], outputs=[z], **geo)
+        g = lambda: k(inputs=[x], outputs=[z], grid=(n, 1, 1), threadgroup=(256, 1, 1))
         check(g()[0], exp_of(x), f"jitkernel {label} outputs=")
+        h = lambda: k(inputs=[x], outputs=[z], **geo)  # CPython builds a dict for **: the slower way to call
         return [variant(f"jitkernel, {label}, output allocated", f, sync, 0, ver),
-                variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver)]
+                variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver),
+                variant(f"jitkernel, {label}, outputs given, **kwargs", h, sync, 0, ver)]
 
     def args(label, x, z, sync):
         rows = []
         for count in ARG_COUNTS:
             kk, ins = sum_kernel(jk, count), [x] * count
-            f = lambda kk=kk, ins=ins: kk(inputs=ins, outputs=[z], **geo)
+            f = lambda kk=kk, ins=ins: kk(inputs=ins, outputs=[z], grid=(n, 1, 1), threadgroup=(256, 1, 1))
             check(f()[0], to_numpy(x).astype(np.float64) * count, f"jitkernel {label} {count} inputs")
             rows.append(variant(f"jitkernel, {label}, {count} inputs, outputs given", f, sync, 0, ver))
         return rows

@@ -59,6 +59,13 @@ std::size_t sequence_arg(nb::handle value, const char* argument, const char* exp
 
 IntResult int_value(nb::handle value, std::int64_t* out) {
   PyObject* o = value.ptr();
+  if (PyLong_CheckExact(o)) {  // the usual case, without the checks below
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return IntResult::Overflow;
+    *out = x;
+    return IntResult::Ok;
+  }
   if (PyBool_Check(o)) return IntResult::NotInt;
   nb::object index;
   if (!PyLong_Check(o)) {
@@ -82,6 +89,17 @@ IntResult int_value(nb::handle value, std::int64_t* out) {
 
 Dim3 dim3_arg(nb::handle value, const char* argument) {
   static const char* const expected = "a tuple of 3 positive ints (x, y, z)";
+  PyObject* o = value.ptr();
+  if (PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 3) {  // the usual case: (x, y, z) of positive ints
+    std::int64_t v[3];
+    bool ok = true;
+    for (Py_ssize_t i = 0; i < 3 && ok; ++i) {
+      PyObject* item = PyTuple_GET_ITEM(o, i);
+      int overflow = 0;
+      ok = PyLong_CheckExact(item) && (v[i] = PyLong_AsLongLongAndOverflow(item, &overflow)) > 0 && !overflow;
+    }
+    if (ok) return Dim3{v[0], v[1], v[2]};  // else the general path below says what is wrong
+  }
   std::size_t n = sequence_arg(value, argument, expected);
   if (n != 3)
     throw ArgumentError(argument, std::string("expected ") + expected + ", got " +

@@ -17,6 +17,7 @@
 
 #include "bindings.hpp"
 #include "call_form.hpp"
+#include "call_slot.hpp"
 #include "compile_options.hpp"
 #include "convert.hpp"
 #include "dtypes.hpp"
@@ -44,6 +45,8 @@ struct PyCudaKernel {
   // A backward is attached (kernel.vjp): calls that torch autograd must record
   // take the Python path (traced_call.hpp).
   bool has_vjp = false;
+  // How CPython calls this instance (call_slot.hpp's enable_vectorcall).
+  vectorcallfunc vectorcall = nullptr;
 };
 
 PyTypeObject* g_kernel_type = nullptr;
@@ -178,149 +181,27 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
 }
 
 // ---------------------------------------------------------------------------
-// kernel(inputs=..., ...): the instance's tp_call, so that a call is one C
-// function: it takes the keyword arguments out of the dict, then runs `_call`'s
-// C++ (list form, names known) or the Python subclass's `_call_general`.
-
-// The keywords in `_call`'s parameter order.
-constexpr const char* kCallKeywords[] = {"inputs", "output_shapes", "output_dtypes", "grid",
-                                         "threadgroup", "template", "init_value", "stream",
-                                         "outputs", "verbose", "cooperative", "cluster"};
-constexpr int kNumCallKeywords = 12;
-constexpr int kVerbose = 9;  // defaults to False; the others to None
-constexpr int kRequired[] = {0, 3, 4};  // inputs, grid, threadgroup
-
-struct CallSlotCache {
-  PyObject* keywords[kNumCallKeywords] = {};  // interned
-  PyObject* reraise = nullptr;                // _core._reraise_pending
-  PyObject* general_name = nullptr;           // "_call_general"
-  PyObject* traced_name = nullptr;            // "_call_traced"
-};
-
-// A C++ exception caught in the call slot, handed to nanobind's exception
-// translation by calling _core._reraise_pending, which rethrows it.
-thread_local std::exception_ptr t_pending_exception;
-
-void reraise_pending() {
-  std::exception_ptr p = std::move(t_pending_exception);
-  t_pending_exception = nullptr;
-  if (p) std::rethrow_exception(p);
-}
-
-CallSlotCache& call_slot_cache() {
-  static CallSlotCache cache;
-  return cache;
-}
-
-void clear_call_slot_cache() {
-  CallSlotCache& c = call_slot_cache();
-  for (PyObject*& k : c.keywords) Py_CLEAR(k);
-  Py_CLEAR(c.reraise);
-  Py_CLEAR(c.general_name);
-  Py_CLEAR(c.traced_name);
-}
-
-bool init_call_slot_cache(CallSlotCache& c) {
-  for (int i = 0; i < kNumCallKeywords; ++i)
-    if (!(c.keywords[i] = PyUnicode_InternFromString(kCallKeywords[i]))) return false;
-  c.general_name = PyUnicode_InternFromString("_call_general");
-  c.traced_name = PyUnicode_InternFromString("_call_traced");
-  PyObject* module = PyImport_ImportModule("jitkernel._core");
-  if (module == nullptr) return false;
-  c.reraise = PyObject_GetAttrString(module, "_reraise_pending");
-  Py_DECREF(module);
-  return c.general_name != nullptr && c.traced_name != nullptr && c.reraise != nullptr;
-}
-
-int keyword_index(const CallSlotCache& c, PyObject* key) {
-  for (int i = 0; i < kNumCallKeywords; ++i)
-    if (key == c.keywords[i]) return i;
-  for (int i = 0; i < kNumCallKeywords; ++i)  // keys built at run time are not interned
-    if (PyUnicode_Check(key) && PyUnicode_Compare(key, c.keywords[i]) == 0) return i;
-  return -1;
-}
-
-// Reads the call's keywords into values[i] (kCallKeywords order, borrowed,
-// defaults filled in). Positional arguments, unknown and missing keywords are
-// ArgumentTypeError naming the keyword.
-void read_call_keywords(const CallSlotCache& c, const char* type_name, PyObject* args,
-                        PyObject* kwargs, PyObject** values) {
-  const std::string function = std::string(type_name) + ".__call__()";
-  if (args != nullptr && PyTuple_GET_SIZE(args) != 0)
-    throw ArgumentTypeError(kCallKeywords[0],
-                            function + " takes keyword arguments only (inputs=..., grid=..., "
-                                       "threadgroup=..., ...), got " +
-                                std::to_string(PyTuple_GET_SIZE(args)) + " positional");
-  if (kwargs != nullptr) {
-    Py_ssize_t pos = 0;
-    PyObject *key = nullptr, *value = nullptr;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) {
-      const int i = keyword_index(c, key);
-      if (i < 0) {
-        const char* utf8 = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
-        if (utf8 == nullptr) PyErr_Clear();
-        const std::string name = utf8 ? std::string(utf8) : repr_text(key);
-        std::string accepted;
-        for (const char* k : kCallKeywords) accepted += std::string(accepted.empty() ? "" : ", ") + k;
-        throw ArgumentTypeError(name, function + " got an unexpected keyword argument '" + name +
-                                          "' (it takes " + accepted + ")");
-      }
-      values[i] = value;
-    }
-  }
-  for (int i : kRequired)
-    if (values[i] == nullptr)
-      throw ArgumentTypeError(kCallKeywords[i], function + " missing required keyword argument '" +
-                                                    kCallKeywords[i] + "'");
-  for (int i = 0; i < kNumCallKeywords; ++i)
-    if (values[i] == nullptr) values[i] = i == kVerbose ? Py_False : Py_None;
-}
-
-PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
-  CallSlotCache& c = call_slot_cache();
-  if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
-  // values[0] is self, then the keywords in `_call`'s order.
-  PyObject* values[1 + kNumCallKeywords] = {self};
-  PyObject** v = values + 1;
-  PyObject* python_path = c.general_name;
-  try {
-    read_call_keywords(c, Py_TYPE(self)->tp_name, args, kwargs, v);
-    // Kernels made without names take the Python path (it picks the engine for the call's names).
-    const bool general = !nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel;
-    if (!general) {
-      // The list form, straight into `_call`'s C++ (no second argument dispatch).
-      return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
-                  v[8], v[9], v[10], v[11])
-          .release()
-          .ptr();
-    }
-  } catch (const TracedArgument&) {
-    python_path = c.traced_name;  // traced arrays, or autograd: the framework records the call
-  } catch (nb::python_error& e) {
-    e.restore();
-    return nullptr;
-  } catch (...) {
-    t_pending_exception = std::current_exception();
-    Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
-    return nullptr;
-  }
-  PyObject* method = PyObject_GetAttr(self, python_path);
-  if (method == nullptr) return nullptr;
-  PyObject* result = PyObject_Vectorcall(method, values + 1, kNumCallKeywords, nullptr);
-  Py_DECREF(method);
-  return result;
+// The direct call of call_slot.hpp: the list form straight into `call`'s C++
+// (no second argument dispatch); kernels made without names take the Python
+// path (it picks the engine for the call's names).
+nb::object direct_call(PyObject* self, PyObject* const* v) {
+  if (!nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel) return nb::object();
+  return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+              v[10], v[11]);
 }
 
 PyType_Slot kKernelSlots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
 
 // CudaKernelBase(...): a kernel on the CUDA backend, or (no names) a front
 // whose calls go to the Python subclass's _call_general.
-void init_kernel(PyCudaKernel* self, std::string name, std::optional<std::vector<std::string>> input_names,
+void init_kernel(nb::pointer_and_handle<PyCudaKernel> target, std::string name, std::optional<std::vector<std::string>> input_names,
                  std::optional<std::vector<std::string>> output_names, std::string source, std::string header,
                  bool ensure_row_contiguous, int shared_memory, nb::handle compile_options) {
+  PyCudaKernel* self = target.p;
   CudaCompileOptions options = compile_options_arg(compile_options);  // checked even without names
   if (!input_names || !output_names) {  // names come with each call (dict form)
     new (self) PyCudaKernel{std::nullopt, {}, {}};
+    enable_vectorcall(target.h.ptr(), &self->vectorcall);
     return;
   }
   KernelSpec spec;
@@ -333,6 +214,7 @@ void init_kernel(PyCudaKernel* self, std::string name, std::optional<std::vector
   spec.ensure_row_contiguous = ensure_row_contiguous;
   spec.shared_memory = shared_memory;
   new (self) PyCudaKernel{Kernel(std::move(spec), cuda_backend()), std::move(*input_names), std::move(*output_names)};
+  enable_vectorcall(target.h.ptr(), &self->vectorcall);
 }
 
 GeneratedKernel generate(const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
@@ -411,7 +293,7 @@ nb::bytes compile_cuda(const std::string& source, const std::string& arch, const
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
-  on_clear_caches(&clear_call_slot_cache);
+  set_direct_call(&direct_call);
   auto cls = nb::class_<PyCudaKernel>(
       m, "CudaKernelBase",
       "The C++ kernel object behind jitkernel.cuda_kernel (internal; jitkernel.CudaKernel "
@@ -461,14 +343,6 @@ void bind(nb::module_& m) {
         PyType_Modified(tp);
       },
       "cls"_a, "fn"_a, "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
-  // The call's keywords and the required ones, for the Python paths that mirror the call slot (_traced_call.py).
-  nb::list keywords, required;
-  for (const char* k : kCallKeywords) keywords.append(k);
-  for (int i : kRequired) required.append(kCallKeywords[i]);
-  m.attr("_call_keywords") = nb::tuple(keywords);
-  m.attr("_call_required") = nb::tuple(required);
-  m.def("_reraise_pending", &reraise_pending,
-        "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
   m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a, "compile_options"_a.none(),
         "Compiles standalone CUDA source with NVRTC (no GPU needed); returns cubin or PTX bytes.");
 }

@@ -118,6 +118,7 @@ std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   required(a.cuFuncSetAttribute, "cuFuncSetAttribute");
   optional(a.cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040);
   required(a.cuLaunchKernelEx, "cuLaunchKernelEx");
+  required(a.cuLaunchKernel, "cuLaunchKernel");
   required(a.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   required(a.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters");
   required(a.cuMemAllocAsync, "cuMemAllocAsync");

@@ -162,7 +162,6 @@ PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
   CUstream stream = reinterpret_cast<CUstream>(launch.stream);
   PreparedCall prepared;
   prepared.geometry = launch_geometry(launch, device);  // device limits, before any work is enqueued
-  DeviceGuard guard(device);
   check_stream_device(stream, device);
 
   prepared.device = device;
@@ -253,15 +252,21 @@ void launch_function(CUfunction function, const char* kernel_name, const Prepare
                      int shared_memory, void** params) {
   const LaunchGeometry& g = prepared.geometry;
   const DriverApi& api = driver();
-  DeviceGuard guard(prepared.device);
   ensure_dynamic_shared_memory(function, kernel_name, shared_memory, prepared.device);
   CUlaunchConfig launch = launch_config(g, shared_memory, prepared.stream);
   LaunchAttributes attributes;
   launch_attributes(function, kernel_name, prepared.device, g, shared_memory, prepared.cooperative,
                     prepared.cluster, attributes);
-  launch.attrs = attributes.count ? attributes.items : nullptr;
-  launch.numAttrs = attributes.count;
-  CUresult r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
+  CUresult r;
+  if (attributes.count == 0) {  // a plain launch: the driver's cheaper entry point
+    r = api.cuLaunchKernel(function, launch.gridDimX, launch.gridDimY, launch.gridDimZ, launch.blockDimX,
+                           launch.blockDimY, launch.blockDimZ, launch.sharedMemBytes, launch.hStream, params,
+                           nullptr);
+  } else {
+    launch.attrs = attributes.items;
+    launch.numAttrs = attributes.count;
+    r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
+  }
   // A fault reported here comes from an earlier kernel, so the record is
   // updated only after a successful enqueue.
   if (r != CUDA_SUCCESS) launch_failed(r, function, kernel_name, g);

@@ -73,7 +73,9 @@ int resolve_device(const KernelCall& args);
 // the launch geometry against the device's limits, then uploads/copies
 // inputs, allocates or checks outputs, fills init_value. `launch` and
 // `ensure_row_contiguous` stand in for args.launch / args.ensure_row_contiguous
-// (cuda_kernel takes them partly from its spec).
+// (cuda_kernel takes them partly from its spec). The caller holds a
+// DeviceGuard for `device` across prepare_call and launch_function (one
+// context check per call instead of one per step).
 PreparedCall prepare_call(const KernelCall& args, const LaunchConfig& launch,
                           bool ensure_row_contiguous, int device);
 
@@ -91,7 +93,7 @@ void ensure_dynamic_shared_memory(CUfunction function, const char* kernel_name, 
 // never sees it lowered under it) and launches with the prepared call's
 // device, stream and geometry, cooperatively and/or in clusters as the
 // prepared call says (launch_options.hpp checks those first). `kernel_name` is used in error messages and
-// fault reports.
+// fault reports. The caller holds a DeviceGuard for the prepared call's device.
 void launch_function(CUfunction function, const char* kernel_name, const PreparedCall& prepared,
                      int shared_memory, void** params);
 

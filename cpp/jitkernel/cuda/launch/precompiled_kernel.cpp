@@ -294,6 +294,7 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   std::shared_ptr<const BinaryImage> image = validate_binary(call, key);
   const Function& f = resolve(call, *image, key, device);
   if (f.driver_params) check_params(*f.driver_params, param_check(call));
+  DeviceGuard guard(device);
   PreparedCall prepared = prepare_call(*args, args->launch, args->ensure_row_contiguous, device);
 
   // Pack: input pointers, output pointers, then each scalar's bytes.
