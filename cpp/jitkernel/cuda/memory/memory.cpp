@@ -17,6 +17,7 @@
 #include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/memory/builtin_kernels.hpp"
 
@@ -29,6 +30,7 @@ enum PoolState : int { kUnknown = 0, kPools = 1, kNoPools = 2 };
 constexpr int kMaxDevices = 256;
 std::atomic<int> g_pool_state[kMaxDevices] = {};
 std::mutex g_pool_mutex;
+std::atomic<bool> g_allocated[kMaxDevices] = {};  // whether a device saw its first allocation
 
 // Whether `device` supports cuMemAllocAsync; configures its default pool on
 // first use. The device's context must be current.
@@ -39,6 +41,7 @@ bool uses_pools(int device) {
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   state = g_pool_state[device].load(std::memory_order_relaxed);
   if (state != kUnknown) return state == kPools;
+  StageTimer timer(Stage::PoolSetup);
   const DriverApi& api = driver();
   CUdevice dev = 0;
   check(api.cuDeviceGet(&dev, device), "opening a CUDA device");
@@ -89,8 +92,15 @@ std::shared_ptr<DeviceBuffer> DeviceBuffer::allocate(int device, std::size_t nby
   const DriverApi& api = driver();
   DeviceGuard guard(device);
   CUdeviceptr ptr = 0;
-  CUresult r = uses_pools(device) ? api.cuMemAllocAsync(&ptr, nbytes, stream)
-                                  : api.cuMemAlloc(&ptr, nbytes);
+  const bool pools = uses_pools(device);
+  CUresult r = CUDA_SUCCESS;
+  if (device >= 0 && device < kMaxDevices && !g_allocated[device].load(std::memory_order_relaxed)) {
+    StageTimer timer(Stage::FirstAlloc);  // the driver's first allocation from the pool is slow
+    r = pools ? api.cuMemAllocAsync(&ptr, nbytes, stream) : api.cuMemAlloc(&ptr, nbytes);
+    g_allocated[device].store(true, std::memory_order_relaxed);
+  } else {
+    r = pools ? api.cuMemAllocAsync(&ptr, nbytes, stream) : api.cuMemAlloc(&ptr, nbytes);
+  }
   if (r != CUDA_SUCCESS) {
     check(r, ("allocating " + std::to_string(nbytes) + " bytes on CUDA device " +
               std::to_string(device))
@@ -99,7 +109,7 @@ std::shared_ptr<DeviceBuffer> DeviceBuffer::allocate(int device, std::size_t nby
   try {
     return std::shared_ptr<DeviceBuffer>(new DeviceBuffer(device, ptr, nbytes, stream));
   } catch (...) {
-    if (uses_pools(device)) api.cuMemFreeAsync(ptr, stream); else api.cuMemFree(ptr);
+    if (pools) api.cuMemFreeAsync(ptr, stream); else api.cuMemFree(ptr);
     throw;
   }
 }
