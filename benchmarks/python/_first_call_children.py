@@ -23,12 +23,23 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def median_stages(runs):
+    """{stage: median ms} over the runs that report a stage breakdown (a stage a run did not pass counts 0)."""
+    runs = [r["stages"] for r in runs if r.get("stages")]
+    names = sorted({n for r in runs for n in r}, key=lambda n: (n in ("other", "factory", "import_jitkernel"), n))
+    return {n: median(r.get(n, 0.0) for r in runs) for n in names}
+
+
 # --- children: one measurement in a fresh process ----------------------------------------------------------------
 # The parent runs `python bench_first_call.py --child SPEC` (SPEC: JSON); the child prints "RESULT <json>".
 
 def _exp_inputs(kind):
-    """(array on the GPU, a function giving it back as NumPy, synchronize) from ``kind`` (cupy / torch)."""
+    """(array on the GPU, a function giving it back as NumPy, synchronize) from ``kind`` (cupy / torch; numpy: the
+    host array itself, which jitkernel uploads into its own pool, its output a jk.Array)."""
     host = np.random.default_rng(0).standard_normal(N_ISSUE).astype(np.float32)
+    if kind == "numpy":
+        import jitkernel as jk
+        return host, np.asarray, jk.synchronize
     if kind == "cupy":
         import cupy as cp
         x = cp.asarray(host)
@@ -61,28 +72,49 @@ def _check_cubin(binary, what):
         raise AssertionError(f"{what}: not a cubin (ELF) image")
 
 
+def stage_breakdown(total_ms, factory_ms=None, import_ms=None):
+    """jitkernel's stage clock (``_core._stage_times()``, reset when the clock started) as {stage: ms}, with
+    "other" = total - the stages (Python, argument handling, launch, synchronize) and, when given, the factory
+    call (jk.cuda_kernel(...), inside the total) and `import jitkernel` (before the clock, not in the total)."""
+    from jitkernel import _core
+    stages = {name: s * 1e3 for name, (s, count) in _core._stage_times().items() if count}
+    out = dict(stages)
+    out["other"] = total_ms - sum(stages.values()) - (factory_ms or 0.0)
+    if factory_ms is not None:
+        out["factory"] = factory_ms
+    if import_ms is not None:
+        out["import_jitkernel"] = import_ms
+    return out
+
+
 def child_jitkernel(spec):
+    t_import = time.perf_counter()
     import jitkernel as jk
+    import_ms = (time.perf_counter() - t_import) * 1e3
     name, body = "myexp", KERNELS[spec["kernel"]][1]
     kw = dict(template=[("T", jk.float32)])
     if spec["compile_only"]:
         x = np.zeros(N_ISSUE, np.float32)
+        jk._core._stage_times(reset=True)
         t = time.perf_counter()
         k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+        factory_ms = (time.perf_counter() - t) * 1e3
         cubin = k.compile(inputs=[x], output_dtypes=[np.float32], arch=spec["arch"], **kw)
         ms = (time.perf_counter() - t) * 1e3
         _check_cubin(cubin, "jitkernel compile")
         res = {"ms": ms, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
     else:
-        x, to_host, sync = _exp_inputs(spec["inputs"])
+        x, to_host, sync = _exp_inputs(spec.get("input_kind", spec["inputs"]))
         jk.cuda_available()  # driver loaded before the clock (the context exists already: the inputs)
         # outputs_given: the output comes from the input's framework before the clock, so the first call
         # makes no allocation (the driver's first stream-ordered allocation in a process costs ~10 ms).
         given = [_empty_like(x)] if spec.get("outputs_given") else None
         if given:
             sync()
+        jk._core._stage_times(reset=True)
         t = time.perf_counter()
         k = jk.cuda_kernel(name=name, input_names=["inp"], output_names=["out"], source=body)
+        factory_ms = (time.perf_counter() - t) * 1e3
         if given:
             out = k(inputs=[x], grid=(N_ISSUE, 1, 1), threadgroup=(256, 1, 1), outputs=given, **kw)[0]
         else:
@@ -92,6 +124,7 @@ def child_jitkernel(spec):
         ms = (time.perf_counter() - t) * 1e3
         _check_exp(to_host(out), to_host(x), "jitkernel")
         res = {"ms": ms}
+    res["stages"] = stage_breakdown(ms, factory_ms, import_ms)
     if hasattr(jk, "cache_info"):  # this process's disk-cache hits and misses: the warm run must be a hit
         res["cache"] = dataclasses.asdict(jk.cache_info())
     return res

@@ -36,19 +36,25 @@ COLD_EPILOGUE = "\nprint('RESULT ' + json.dumps(r))\n"
 # row of the first-call table: (peer that --peers selects it by, modules it needs, script)
 COLD = {
     "jitkernel": ("jitkernel", ("jitkernel", "torch"), """
-import torch, jitkernel as jk
+import torch
+t_import = time.perf_counter(); import jitkernel as jk; import_ms = (time.perf_counter() - t_import) * 1e3
+from _first_call_children import stage_breakdown
 x = torch.randn(N, device="cuda"); y = torch.randn_like(x); torch.cuda.synchronize(); jk.cuda_available()
+stages = {}
 def first(name, body, want):
+    jk._core._stage_times(reset=True)
     t = time.perf_counter()
     k = jk.cuda_kernel(name=name, input_names=["a", "b", "n"], output_names=["c"], source=body)
+    factory_ms = (time.perf_counter() - t) * 1e3
     c = k(inputs=[x, y, N], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(N, 1, 1),
           threadgroup=(256, 1, 1))[0]
     torch.cuda.synchronize()
     ms = (time.perf_counter() - t) * 1e3
+    stages.setdefault(name, stage_breakdown(ms, factory_ms, import_ms))
     expect(torch.allclose(c, want()), name)
     return ms
 r = {"first_call_ms": first("bench_add", JK_BODY, lambda: x + y),
-     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y)}
+     "second_kernel_ms": first("bench_sub", other_kernel(JK_BODY), lambda: x - y), "stages": stages["bench_add"]}
 """),
     "cupy": ("cupy", ("cupy",), """
 import numpy as np, cupy as cp
@@ -182,12 +188,32 @@ def cuda_device_count():
     return count.value, "" if count.value else "the CUDA driver reports no device"
 
 
-def cold_start(row, timeout):
-    """First call in a fresh process with empty caches, then again with the caches the first run filled."""
-    peer, needs, script = COLD[row]
-    missing = missing_module(needs)
+def cold_start(row, timeout, reps=1):
+    """First call in a fresh process with empty caches, then again with the caches the first run filled; with
+    reps > 1, the median of reps such pairs (each in new cache folders) and the samples."""
+    missing = missing_module(COLD[row][1])
     if missing:
         return {"skipped": missing}
+    runs = [_cold_pair(row, timeout) for _ in range(max(1, reps))]
+    if reps <= 1 or any("skipped" in r for r in runs):
+        return runs[0]
+    from _first_call_children import median, median_stages
+    out = dict(runs[0])
+    for phase in ("cold", "diskwarm"):
+        ok = [r[phase] for r in runs if "error" not in r.get(phase, {"error": ""})]
+        if not ok:
+            continue
+        merged = {k: median(p.get(k) for p in ok) for k in ("first_call_ms", "second_kernel_ms")}
+        merged["samples_ms"] = [p.get("first_call_ms") for p in ok]
+        if any(p.get("stages") for p in ok):
+            merged["stages"] = median_stages(ok)
+        out[phase] = dict(ok[0], **merged)
+    return out
+
+
+def _cold_pair(row, timeout):
+    """One cold process and one disk-warm process after it, in new cache folders."""
+    peer, _, script = COLD[row]
     d = tempfile.mkdtemp(prefix=f"jkbench_{peer}_")
     caches = {"CUPY_CACHE_DIR": "cupy", "TRITON_CACHE_DIR": "triton", "NUMBA_CACHE_DIR": "numba",
               "CUDA_CACHE_PATH": "nv", "JITKERNEL_CACHE_DIR": "jitkernel", "XDG_CACHE_HOME": "xdg"}

@@ -48,7 +48,7 @@ import tempfile
 import numpy as np
 
 from _bench_common import environment, fmt, run_fresh, write_report
-from _first_call_children import CHILDREN, KERNELS, N_ISSUE, median
+from _first_call_children import CHILDREN, KERNELS, N_ISSUE, median, median_stages
 from _first_call_cold import COLD, cold_start, cuda_device_count, missing_module
 
 FRAMEWORKS = ("torch", "cupy", "jax", "jaxlib", "mlx", "tensorflow", "numba", "triton", "dask", "pandas")
@@ -119,6 +119,7 @@ def summarise(row, runs):
         cell["options"] = next((r["options"] for r in runs if "options" in r), None)
     if row.startswith("jk"):
         cell["cache"] = next((r["cache"] for r in runs if "cache" in r), None)
+        cell["stages"] = median_stages(runs)
         if row.startswith("jk_warm") and any(r.get("cache", {}).get("hits") == 0 for r in runs):
             cell["error"] = "the warm-cache process missed the disk cache (cache_info().hits == 0)"
     return cell
@@ -131,11 +132,12 @@ def issue_section(args, arch, compile_only, inputs, toolkit, pycache):
     with tempfile.TemporaryDirectory(prefix="jk_first_call_warmup_") as folder:
         run_child({"role": "jitkernel", "kernel": "nocg", "compile_only": compile_only, "arch": arch,
                    "inputs": inputs}, fresh_env(folder, pycache), args.timeout)
-    skip = {"cupy": _peer_skip("cupy", compile_only), "mlx": _peer_skip("mlx.core", compile_only)}
+    skip = {"cupy": _peer_skip("cupy", compile_only), "mlx": _peer_skip("mlx.core", compile_only),
+            "torch": _peer_skip("torch", compile_only)}
     for kernel, (label, _) in KERNELS.items():
         source, entry = generated(kernel)
-        samples = {r: [] for r in ("jk_empty", "jk_warm", "jk_warm_given", "nvrtc", "cupy_empty", "cupy_warm",
-                                   "mlx")}
+        samples = {r: [] for r in ("jk_empty", "jk_warm", "jk_warm_given", "jk_warm_numpy", "jk_warm_torch",
+                                   "nvrtc", "cupy_empty", "cupy_warm", "mlx")}
         base = {"kernel": kernel, "compile_only": compile_only, "arch": arch, "inputs": inputs}
         for _ in range(args.reps):
             folder = tempfile.mkdtemp(prefix=f"jk_first_call_{kernel}_")
@@ -146,6 +148,13 @@ def issue_section(args, arch, compile_only, inputs, toolkit, pycache):
                 samples["jk_warm"].append(run_child(jk_spec, env, args.timeout))
                 if not compile_only:
                     samples["jk_warm_given"].append(run_child(dict(jk_spec, outputs_given=True), env, args.timeout))
+                    # the output allocated by the call: from jitkernel's pool (NumPy input, uploaded into the
+                    # pool too) and from torch's caching allocator (torch input)
+                    samples["jk_warm_numpy"].append(run_child(dict(jk_spec, input_kind="numpy"), env,
+                                                              args.timeout))
+                    if not skip["torch"]:
+                        samples["jk_warm_torch"].append(run_child(dict(jk_spec, input_kind="torch"), env,
+                                                                  args.timeout))
                 samples["nvrtc"].append(run_child(dict(
                     base, role="nvrtc", source=source, nvrtc_library=toolkit["nvrtc_library"],
                     nvrtc_preload=toolkit["nvrtc_preload"], include_dirs=toolkit["include_dirs"]),
@@ -247,6 +256,39 @@ def _cell(r, digits=1):
     return fmt(r.get("ms"), digits)
 
 
+JK_ROWS = {"jk_empty": "empty cache", "jk_warm": "warm cache", "jk_warm_given": "warm, output given",
+           "jk_warm_numpy": "warm, NumPy input (jk pool)", "jk_warm_torch": "warm, torch input (torch allocator)"}
+
+
+def stage_table(issue, peers=None):
+    """Markdown lines: per jitkernel row, the median ms of each stage of the core's stage clock, the factory call,
+    "other" (Python, argument handling, launch, synchronize: the total less the stages) and the total; stages are
+    self times (a nested stage is not counted in its parent)."""
+    cols = [(f"{k['label']}, {JK_ROWS[row]}", k["rows"][row]) for k in issue.values() for row in JK_ROWS
+            if k["rows"].get(row, {}).get("stages")]
+    if peers and (peers.get("jitkernel") or {}).get("cold", {}).get("stages"):
+        p = peers["jitkernel"]
+        cols.append(("c = a + b (torch), empty cache", {"ms": p["cold"]["first_call_ms"], "stages": p["cold"]["stages"]}))
+        if p.get("diskwarm", {}).get("stages"):
+            cols.append(("c = a + b (torch), disk-warm",
+                         {"ms": p["diskwarm"]["first_call_ms"], "stages": p["diskwarm"]["stages"]}))
+    if not cols:
+        return []
+    names = []
+    for _, c in cols:
+        names += [n for n in c["stages"] if n not in names and n not in ("other", "factory", "import_jitkernel")]
+    lines = ["## Where a jitkernel first call spends its time, ms (median per stage; stage clock)", "",
+             "| stage | " + " | ".join(c for c, _ in cols) + " |", "|---|" + "---:|" * len(cols)]
+    for n in names + ["factory", "other"]:
+        lines.append(f"| {n} | " + " | ".join(fmt(c["stages"].get(n), 2) for _, c in cols) + " |")
+    lines.append("| **total (timed)** | " + " | ".join(fmt(c.get("ms"), 2) for _, c in cols) + " |")
+    lines.append("| `import jitkernel` (before the clock) | " +
+                 " | ".join(fmt(c["stages"].get("import_jitkernel"), 1) for _, c in cols) + " |")
+    lines += ["", "factory: `jk.cuda_kernel(...)`; other: the timed total less the stages and the factory (Python "
+              "front, codegen, argument handling, launch, synchronize).", ""]
+    return lines
+
+
 def markdown(res):
     env, cfg = res["environment"], res["config"]
     mode = f"compile-only ({cfg['arch']}, no launch)" if cfg["compile_only"] else f"GPU ({cfg['arch']})"
@@ -278,6 +320,14 @@ def markdown(res):
                   "bare NVRTC gets only `--gpu-architecture` (and `-I` when the source includes headers). Includes "
                   "in the generated sources: " + "; ".join(
                       f"{k['label']}: {', '.join(k['includes']) or 'none'}" for k in res["issue"].values()), ""]
+        lines += ["| kernel | warm cache, NumPy input (output from jitkernel's pool) | warm cache, torch input (output "
+                  "from torch's caching allocator) |", "|---|---:|---:|"]
+        for k in res["issue"].values():
+            lines.append(f"| {k['label']} | {_cell(k['rows'].get('jk_warm_numpy'), 2)} "
+                         f"| {_cell(k['rows'].get('jk_warm_torch'), 2)} |")
+        lines.append("")
+    if res.get("issue") or res.get("peers"):
+        lines += stage_table(res.get("issue") or {}, res.get("peers"))
     imp = res.get("import")
     if imp:
         lines += ["## `import jitkernel`", "",
@@ -373,7 +423,7 @@ def main(argv=None):
         peers = set(p for p in args.peers.split(",") if p)
         for row, (peer, _, _) in COLD.items():
             if peer in peers:
-                res["peers"][row] = cold_start(row, args.timeout) if devices else {"skipped": why}
+                res["peers"][row] = cold_start(row, args.timeout, args.reps) if devices else {"skipped": why}
                 print(f"first call {row}: {json.dumps(res['peers'][row])}", flush=True)
                 save(res, args.out)
     md = save(res, args.out)

@@ -6,7 +6,10 @@
 // `jitkernel_seconds` and `jitkernel_cache` ("memory", "disk", "compile") for
 // filters. Nothing is printed unless logging is configured to show it. This
 // runs at compile time only, never on a launch. The logger object is looked up
-// once and dropped at exit (on_clear_caches).
+// once and dropped at exit (on_clear_caches). While nothing imported `logging`,
+// nothing can have configured it to show DEBUG or INFO records (only its
+// last-resort handler, WARNING and up, is active), so those records are not
+// made and `logging` (milliseconds to import) is not imported for them.
 #include <cstdio>
 #include <string>
 
@@ -62,10 +65,16 @@ void log_compile(const CompileEvent& e) {
   PyGILState_STATE state = PyGILState_Ensure();
   try {
     nb::object& l = logger();
-    if (!l.is_valid()) l = nb::module_::import_("logging").attr("getLogger")("jitkernel");
     const bool answered = e.stage == CompileEvent::Stage::Answered;
     const int level = !answered ? kDebug : e.seconds > kSlowCompileSeconds ? kWarning : kInfo;
-    if (nb::cast<bool>(l.attr("isEnabledFor")(level))) {
+    bool shown = true;
+    if (!l.is_valid() && level < kWarning) {
+      nb::object imported = nb::steal(PyImport_GetModule(nb::str("logging").ptr()));
+      if (!imported.is_valid()) PyErr_Clear();
+      shown = imported.is_valid();
+    }
+    if (shown && !l.is_valid()) l = nb::module_::import_("logging").attr("getLogger")("jitkernel");
+    if (shown && nb::cast<bool>(l.attr("isEnabledFor")(level))) {
       nb::dict extra;
       if (answered) {
         extra["jitkernel_kernel"] = e.name;

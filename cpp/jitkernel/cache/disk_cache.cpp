@@ -11,6 +11,7 @@
 // hit path is one open, fstat, two preads, a checksum and a futimens (the
 // mtime is the LRU clock); directory listings happen only in stores (two, to
 // make room within the cap: make_room), info and clear.
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 
 #include <sys/stat.h>
@@ -188,6 +189,7 @@ std::optional<std::string> active_directory() {
 std::string configured_directory() { return config()->directory; }
 
 std::optional<std::string> load(const Key& key) {
+  StageTimer timer(Stage::DiskLookup);
   std::shared_ptr<Config> c = config();
   if (!c->readable) return std::nullopt;
   Counters& counters = state().counters;
@@ -207,6 +209,7 @@ std::optional<std::string> load(const Key& key) {
 }
 
 void store(const Key& key, std::string_view payload) {
+  StageTimer timer(Stage::DiskStore);
   std::shared_ptr<Config> c = config();
   if (!c->readable || !c->writable) return;
   if (payload.size() > c->max_bytes - std::min<std::uint64_t>(c->max_bytes, kEntryHeaderSize) ||

@@ -10,6 +10,7 @@
 
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 
 namespace jk::cuda {
@@ -43,6 +44,7 @@ CUmodule load_module(int device, const std::string& image) {
 
   const DriverApi& api = driver();
   DeviceGuard guard(device);
+  StageTimer timer(Stage::ModuleLoad);
   char log[4096] = {};
   int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes};
   void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof(log) - 1))};
@@ -63,6 +65,7 @@ CUmodule load_module(int device, const std::string& image) {
 
 CUfunction get_function(CUmodule module, const std::string& name) {
   CUfunction function = nullptr;
+  StageTimer timer(Stage::FunctionLookup);
   CUresult r = driver().cuModuleGetFunction(&function, module, name.c_str());
   if (r == CUDA_ERROR_NOT_FOUND) {
     throw CudaError(r, "the module has no entry point named '" + name + "'");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -29,6 +30,7 @@ int attribute(const DriverApi& api, CUdevice_attribute attr, CUdevice dev, const
 
 std::unique_ptr<Devices> load_devices() {
   const DriverApi& api = driver();
+  StageTimer timer(Stage::DeviceAttributes);
   auto d = std::make_unique<Devices>();
   int count = 0;
   check(api.cuDeviceGetCount(&count), "counting CUDA devices");
@@ -92,6 +94,7 @@ CUcontext primary_context(int ordinal) {
   std::lock_guard<std::mutex> lock(d.mutex);
   CUcontext& ctx = d.contexts[ordinal];
   if (ctx == nullptr) {
+    StageTimer timer(Stage::ContextRetain);
     check(driver().cuDevicePrimaryCtxRetain(&ctx, d.handles[ordinal]),
           "retaining the device's primary context");
   }

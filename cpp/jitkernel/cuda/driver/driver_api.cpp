@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -188,7 +189,10 @@ LoadedDriver load_driver() {
 
 const LoadedDriver& loaded_driver() {
   // Never destroyed: buffers and modules may be released during static destruction.
-  static const LoadedDriver* loaded = new LoadedDriver(load_driver());
+  static const LoadedDriver* loaded = [] {
+    StageTimer timer(Stage::DriverLoad);
+    return new LoadedDriver(load_driver());
+  }();
   return *loaded;
 }
 

@@ -1,7 +1,11 @@
 // Device memory and the copies/fills around launches. Allocations are
 // stream-ordered (cuMemAllocAsync from the device's default pool, whose
 // release threshold is raised once so freed memory stays cached) and freed
-// with cuMemFreeAsync on the allocation stream. init_value is converted to the
+// with cuMemFreeAsync on the allocation stream. A process's first
+// stream-ordered allocation costs the driver ~10 ms (once, whichever pool),
+// while cuMemAlloc costs ~0.1 ms: so a device's first allocation starts a
+// helper thread that makes that first pool allocation, and until it is done
+// allocations come from cuMemAlloc (freed with cuMemFree). init_value is converted to the
 // output dtype on the host (round-to-nearest-even for floating types) and
 // written with cuMemsetD8/16/32Async, or a builtin kernel for 8-byte patterns.
 #include "jitkernel/cuda/memory/memory.hpp"
@@ -11,12 +15,14 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "jitkernel/core/element_bytes.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/host_layout.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/memory/builtin_kernels.hpp"
 
@@ -29,6 +35,40 @@ enum PoolState : int { kUnknown = 0, kPools = 1, kNoPools = 2 };
 constexpr int kMaxDevices = 256;
 std::atomic<int> g_pool_state[kMaxDevices] = {};
 std::mutex g_pool_mutex;
+enum WarmState : int { kCold = 0, kWarming = 1, kWarm = 2 };
+std::atomic<int> g_pool_warm[kMaxDevices] = {};  // the first pool allocation made (WarmState)
+
+// Makes `device`'s first stream-ordered allocation (and frees it) on a
+// detached helper thread, once; allocations meanwhile use cuMemAlloc. The
+// thread touches only never-destroyed state, so it may outlive exit-time
+// destruction; a failure leaves the pool cold and allocations keep working.
+void warm_pool(int device) {
+  int expected = kCold;
+  if (!g_pool_warm[device].compare_exchange_strong(expected, kWarming)) return;
+  try {
+    std::thread([device] {
+      try {
+        StageTimer timer(Stage::FirstAlloc);
+        const DriverApi& api = driver();
+        DeviceGuard guard(device);
+        CUdeviceptr p = 0;
+        if (api.cuMemAllocAsync(&p, 256, nullptr) == CUDA_SUCCESS) api.cuMemFreeAsync(p, nullptr);
+      } catch (...) {
+      }
+      g_pool_warm[device].store(kWarm, std::memory_order_release);
+    }).detach();
+  } catch (...) {  // no thread: the pool warms on this allocation
+    g_pool_warm[device].store(kWarm, std::memory_order_release);
+  }
+}
+
+// Whether an allocation on `device` (whose pools are in use) should come
+// from the pool now: once its first pool allocation was made.
+bool pool_ready(int device) {
+  if (g_pool_warm[device].load(std::memory_order_acquire) == kWarm) return true;
+  warm_pool(device);
+  return g_pool_warm[device].load(std::memory_order_acquire) == kWarm;
+}
 
 // Whether `device` supports cuMemAllocAsync; configures its default pool on
 // first use. The device's context must be current.
@@ -39,6 +79,7 @@ bool uses_pools(int device) {
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   state = g_pool_state[device].load(std::memory_order_relaxed);
   if (state != kUnknown) return state == kPools;
+  StageTimer timer(Stage::PoolSetup);
   const DriverApi& api = driver();
   CUdevice dev = 0;
   check(api.cuDeviceGet(&dev, device), "opening a CUDA device");
@@ -89,17 +130,19 @@ std::shared_ptr<DeviceBuffer> DeviceBuffer::allocate(int device, std::size_t nby
   const DriverApi& api = driver();
   DeviceGuard guard(device);
   CUdeviceptr ptr = 0;
-  CUresult r = uses_pools(device) ? api.cuMemAllocAsync(&ptr, nbytes, stream)
-                                  : api.cuMemAlloc(&ptr, nbytes);
+  const bool pools = uses_pools(device) && pool_ready(device);
+  CUresult r = pools ? api.cuMemAllocAsync(&ptr, nbytes, stream) : api.cuMemAlloc(&ptr, nbytes);
   if (r != CUDA_SUCCESS) {
     check(r, ("allocating " + std::to_string(nbytes) + " bytes on CUDA device " +
               std::to_string(device))
                  .c_str());
   }
   try {
-    return std::shared_ptr<DeviceBuffer>(new DeviceBuffer(device, ptr, nbytes, stream));
+    std::shared_ptr<DeviceBuffer> buffer(new DeviceBuffer(device, ptr, nbytes, stream));
+    buffer->pooled_ = pools;
+    return buffer;
   } catch (...) {
-    if (uses_pools(device)) api.cuMemFreeAsync(ptr, stream); else api.cuMemFree(ptr);
+    if (pools) api.cuMemFreeAsync(ptr, stream); else api.cuMemFree(ptr);
     throw;
   }
 }
@@ -111,7 +154,7 @@ DeviceBuffer::~DeviceBuffer() {
     DeviceGuard guard(device_);
     // Errors are ignored: a destructor cannot report them, and they only
     // happen when the context is already broken or the process is exiting.
-    if (uses_pools(device_)) {
+    if (pooled_) {
       api.cuMemFreeAsync(ptr_, stream_);
     } else {
       api.cuMemFree(ptr_);

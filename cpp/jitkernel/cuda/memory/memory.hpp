@@ -39,6 +39,7 @@ class DeviceBuffer : public Buffer {
   CUdeviceptr ptr_;
   std::size_t nbytes_;
   CUstream stream_;
+  bool pooled_ = true;  // from the stream-ordered pool (else cuMemAlloc: freed with cuMemFree)
   std::shared_ptr<void> keepalive_;  // released after the destructor's free
 };
 

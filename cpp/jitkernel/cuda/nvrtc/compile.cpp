@@ -9,6 +9,7 @@
 // --split-compile and the -I folders change nothing measurable. A compile
 // failure becomes a CompileError carrying the log (mapped to the user's lines
 // for generated kernels) and the full source.
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
 
 #include <algorithm>
@@ -80,7 +81,9 @@ void check_arch_supported(const ParsedArch& arch, const std::string& spelled) {
 class Program {
  public:
   Program(const std::string& source, const std::string& name) {
-    check_nvrtc(nvrtc().nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr,
+    const NvrtcApi& api = nvrtc();
+    StageTimer timer(Stage::NvrtcCreate);
+    check_nvrtc(api.nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr,
                                            nullptr),
                 "nvrtcCreateProgram");
   }
@@ -94,7 +97,9 @@ class Program {
     std::vector<const char*> argv;
     argv.reserve(options.size());
     for (const auto& o : options) argv.push_back(o.c_str());
-    return nvrtc().nvrtcCompileProgram(program_, static_cast<int>(argv.size()), argv.data());
+    const NvrtcApi& api = nvrtc();
+    StageTimer timer(Stage::NvrtcCompile);
+    return api.nvrtcCompileProgram(program_, static_cast<int>(argv.size()), argv.data());
   }
 
   std::string log() const {
@@ -109,6 +114,7 @@ class Program {
 
   std::string binary(CompileTarget target) const {
     const NvrtcApi& api = nvrtc();
+    StageTimer timer(Stage::NvrtcGetBinary);
     std::size_t size = 0;
     std::string out;
     if (target == CompileTarget::Cubin) {

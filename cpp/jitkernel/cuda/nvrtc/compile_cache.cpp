@@ -17,6 +17,7 @@
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/core/compile_events.hpp"
 #include "jitkernel/core/hash.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/nvrtc/compile_options.hpp"
 #include "jitkernel/cuda/nvrtc/compiler_identity.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
@@ -100,6 +101,7 @@ Compiled through_disk(const cache::CompileKey& key, const std::string& program_n
 cache::CompileKey key_with_options(const std::string& source, const std::string& program_name,
                                    const std::string& arch, CompileTarget target,
                                    std::vector<std::string> options, const CudaCompileOptions& user) {
+  StageTimer timer(Stage::CompileKey);
   cache::CompileKeyFields fields;
   fields.source = source;
   fields.program_name = program_name;

@@ -1,6 +1,7 @@
 // The NVRTC identity of compiler_identity.hpp: by path without loading NVRTC
 // when the configuration names a file, else by asking the loader which file
 // it mapped; memoized per configuration (library and preloads).
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/nvrtc/compiler_identity.hpp"
 
 #include <dlfcn.h>
@@ -53,6 +54,7 @@ std::string compiler_identity() {
     auto it = identity_memo().find(memo_key);
     if (it != identity_memo().end()) return it->second;
   }
+  StageTimer timer(Stage::CompilerIdentity);
   // By path without loading NVRTC; a soname (or a missing file) is
   // resolved by loading it and asking the loader which file it mapped.
   std::string identity = library_identity(paths);

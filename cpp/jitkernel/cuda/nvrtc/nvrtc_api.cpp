@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/toolkit/toolkit_provider.hpp"
 
 namespace jk::cuda {
@@ -101,6 +102,7 @@ const NvrtcApi& nvrtc() {
   resolve_toolkit();  // before the lock: resolving may run Python (toolkit_provider.hpp)
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_loaded.load(std::memory_order_relaxed)) {
+    StageTimer timer(Stage::NvrtcLoad);
     load_nvrtc();
     g_loaded.store(true, std::memory_order_release);
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "jitkernel/core/blocking.hpp"
+#include "jitkernel/core/stage_clock.hpp"
 
 namespace jk::cuda {
 namespace {
@@ -34,6 +35,7 @@ void store(ToolkitPaths paths, bool only_if_unresolved) {
 // Resolves on this thread, holding g_resolving.
 void resolve_locked() {
   if (g_resolved.load(std::memory_order_acquire)) return;  // another thread did meanwhile
+  StageTimer timer(Stage::ToolkitSearch);
   ToolkitResolver resolver = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
