@@ -6,9 +6,11 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "hooks.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/memory/memory.hpp"
 
 namespace jk::py {
 namespace {
@@ -60,6 +62,7 @@ nb::dict device_info(nb::handle device) {
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
+  on_clear_caches(&cuda::wait_for_pool_warmup);  // runs at exit, before the driver is torn down
   m.def(
       "driver_version",
       [] {

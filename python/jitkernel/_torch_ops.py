@@ -22,7 +22,7 @@ import atexit
 import sys
 from functools import lru_cache
 
-from . import _core, _kernel_record
+from . import _core, _kernel_record, _post_import
 from ._dtypes import DType
 from ._errors import ArgumentError, ArgumentTypeError
 from ._traced_call import list_form
@@ -48,7 +48,7 @@ def compiling() -> bool:
 
 def register(torch) -> None:
     """Defines the ops and their fake, real and autograd implementations (once)."""
-    global _library, _record, _torch_module
+    global _library, _torch_module
     if _library is not None:
         return
     _torch_module = torch
@@ -63,9 +63,17 @@ def register(torch) -> None:
     # even without grad, so kernels without a backward take launch with detached inputs (outputs outside
     # autograd, as eagerly).
     torch.library.register_autograd("jitkernel::launch_vjp", _backward, setup_context=_setup_context, lib=lib)
-    _record = torch.compiler.assume_constant_result(_kernel_record.call_record)
+    # TorchDynamo is imported before anything is traced: marking the record then spares programs that never
+    # compile the seconds of importing it.
+    _post_import.when_imported("torch._dynamo", _mark_record_constant)
     _library = lib
     atexit.register(_release_kernels)
+
+
+def _mark_record_constant(_dynamo) -> None:
+    """Tells TorchDynamo that the call record is a constant of its arguments (folded at trace time)."""
+    global _record
+    _record = _torch_module.compiler.assume_constant_result(_kernel_record.call_record)
 
 
 def _release_kernels() -> None:

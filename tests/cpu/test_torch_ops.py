@@ -67,6 +67,16 @@ def test_ops_registered_whichever_is_imported_first(order):
     assert "jitkernel::launch_vjp(str kernel" in proc.stdout, proc.stderr
 
 
+def test_registering_the_ops_does_not_import_dynamo():
+    # TorchDynamo takes seconds to import: a program that never compiles must not pay for it, and one that does
+    # gets the call record marked as a constant once Dynamo is imported.
+    proc = _run("import sys, torch, jitkernel; from jitkernel import _torch_ops as o;"
+                "assert 'torch._dynamo' not in sys.modules, 'dynamo imported';"
+                "assert not getattr(o._record, '_dynamo_marked_constant', False);"
+                "import torch._dynamo; assert o._record._dynamo_marked_constant")
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_compile_fullgraph_records_one_op():
     graphs = _Graphs()
     f = torch.compile(lambda x: _call(x) * 2, backend=graphs, fullgraph=True)

@@ -11,6 +11,8 @@
 #include "jitkernel/cuda/memory/memory.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -38,15 +40,31 @@ std::mutex g_pool_mutex;
 enum WarmState : int { kCold = 0, kWarming = 1, kWarm = 2 };
 std::atomic<int> g_pool_warm[kMaxDevices] = {};  // the first pool allocation made (WarmState)
 
+// Helper threads still making a first pool allocation; exit waits for them
+// (wait_for_pool_warmup) so none is inside the driver while it shuts down.
+std::mutex g_warming_mutex;
+std::condition_variable g_warming_done;
+int g_warming = 0;
+
 // Makes `device`'s first stream-ordered allocation (and frees it) on a
-// detached helper thread, once; allocations meanwhile use cuMemAlloc. The
-// thread touches only never-destroyed state, so it may outlive exit-time
-// destruction; a failure leaves the pool cold and allocations keep working.
+// helper thread, once; allocations meanwhile use cuMemAlloc. The thread
+// touches only never-destroyed state; a failure leaves the pool cold and
+// allocations keep working.
 void warm_pool(int device) {
   int expected = kCold;
   if (!g_pool_warm[device].compare_exchange_strong(expected, kWarming)) return;
+  {
+    std::lock_guard<std::mutex> lock(g_warming_mutex);
+    ++g_warming;
+  }
+  auto done = [device] {
+    g_pool_warm[device].store(kWarm, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(g_warming_mutex);
+    --g_warming;
+    g_warming_done.notify_all();
+  };
   try {
-    std::thread([device] {
+    std::thread([device, done] {
       try {
         StageTimer timer(Stage::FirstAlloc);
         const DriverApi& api = driver();
@@ -55,19 +73,27 @@ void warm_pool(int device) {
         if (api.cuMemAllocAsync(&p, 256, nullptr) == CUDA_SUCCESS) api.cuMemFreeAsync(p, nullptr);
       } catch (...) {
       }
-      g_pool_warm[device].store(kWarm, std::memory_order_release);
+      done();
     }).detach();
   } catch (...) {  // no thread: the pool warms on this allocation
-    g_pool_warm[device].store(kWarm, std::memory_order_release);
+    done();
   }
 }
 
-// Whether an allocation on `device` (whose pools are in use) should come
-// from the pool now: once its first pool allocation was made.
-bool pool_ready(int device) {
+bool capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver().cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// Whether an allocation on `device` (whose pools are in use) on `stream`
+// should come from the pool now: once its first pool allocation was made,
+// and always while `stream` is being captured into a CUDA graph (where
+// cuMemAlloc is not allowed and the allocation must become a graph node).
+bool pool_ready(int device, CUstream stream) {
   if (g_pool_warm[device].load(std::memory_order_acquire) == kWarm) return true;
   warm_pool(device);
-  return g_pool_warm[device].load(std::memory_order_acquire) == kWarm;
+  return g_pool_warm[device].load(std::memory_order_acquire) == kWarm || capturing(stream);
 }
 
 // Whether `device` supports cuMemAllocAsync; configures its default pool on
@@ -130,7 +156,7 @@ std::shared_ptr<DeviceBuffer> DeviceBuffer::allocate(int device, std::size_t nby
   const DriverApi& api = driver();
   DeviceGuard guard(device);
   CUdeviceptr ptr = 0;
-  const bool pools = uses_pools(device) && pool_ready(device);
+  const bool pools = uses_pools(device) && pool_ready(device, stream);
   CUresult r = pools ? api.cuMemAllocAsync(&ptr, nbytes, stream) : api.cuMemAlloc(&ptr, nbytes);
   if (r != CUDA_SUCCESS) {
     check(r, ("allocating " + std::to_string(nbytes) + " bytes on CUDA device " +
@@ -293,6 +319,11 @@ void stream_wait(int device, CUstream waiter, CUstream producer) {
   check(api.cuEventRecord(holder.event, producer), "recording a CUDA event");
   check(api.cuStreamWaitEvent(waiter, holder.event, 0), "ordering streams");
   // Destroying a recorded event is fine: the driver releases it once it completes.
+}
+
+void wait_for_pool_warmup() {
+  std::unique_lock<std::mutex> lock(g_warming_mutex);
+  g_warming_done.wait_for(lock, std::chrono::seconds(5), [] { return g_warming == 0; });
 }
 
 }  // namespace jk::cuda

@@ -60,4 +60,9 @@ void download(const ArrayView& array, void* host_dst, CUstream stream);
 // record + wait; nothing when they are the same stream). For DLPack export.
 void stream_wait(int device, CUstream waiter, CUstream producer);
 
+// Waits (at most a few seconds) until no helper thread is making a device's
+// first pool allocation: called before exit, so that none is inside the
+// driver while the process tears it down.
+void wait_for_pool_warmup();
+
 }  // namespace jk::cuda
