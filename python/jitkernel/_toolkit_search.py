@@ -4,7 +4,9 @@ needs them, whichever entry point needs them first (cpp/jitkernel/cuda/toolkit/t
 NVRTC, first match wins:
   1. ``JITKERNEL_NVRTC_PATH``: a specific libnvrtc.so (authoritative: if it does not exist, loading fails naming it);
   2. cuda-pathfinder (``pip install "jitkernel[cuda]"`` brings the nvidia-cuda-nvrtc wheel it finds; it also
-     searches conda and the system loader); set ``JITKERNEL_NO_PATHFINDER=1`` to skip it;
+     searches conda and the system loader); set ``JITKERNEL_NO_PATHFINDER=1`` to skip it. Its first answers are
+     taken without importing it when they are unambiguous (``_wheel_toolkit``): the one NVRTC already loaded in
+     the process, else the one NVIDIA wheel layout in site-packages that has NVRTC and both header folders;
   3. a CUDA toolkit: ``CUDA_HOME`` / ``CUDA_PATH`` if set, else /usr/local/cuda (lib64, lib, targets/*/lib).
 libnvrtc-builtins from the same folder is preloaded (NVRTC 13 wheels have no RPATH).
 
@@ -33,6 +35,7 @@ the record was written, from a file unchanged since) and every header a compile 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import re
 import sys
@@ -121,8 +124,52 @@ def _pathfinder_header(pathfinder, libname: str) -> tuple[str | None, str]:
         return None, f"cuda-pathfinder {libname} headers: {_first_line(e)}"
 
 
-def search() -> Toolkit:
-    """Finds NVRTC and the include folders (without loading anything but what cuda-pathfinder loads)."""
+# NVIDIA's wheels of NVRTC and the CUDA headers under site-packages/nvidia/, where cuda-pathfinder looks first:
+# (libnvrtc, the folder with cuda_fp16.h, the CCCL folder with cuda/std/version) per CUDA major version.
+_WHEEL_LAYOUTS = (("cu13/lib/libnvrtc.so.13", "cu13/include", "cu13/include/cccl"),
+                  ("cuda_nvrtc/lib/libnvrtc.so.12", "cuda_runtime/include", "cuda_cccl/include"))
+_WHEEL_VIA = "NVIDIA wheel in site-packages (cuda-pathfinder's first place)"
+
+
+def _wheel_toolkit(loaded: list) -> Toolkit | None:
+    """What cuda-pathfinder finds when NVIDIA's wheels answer everything, found without importing it (the import
+    alone costs tens of milliseconds, most of a first call's search): exactly one wheel layout in the site-packages
+    folders with NVRTC and both header folders, and NVRTC from it -- or, as cuda-pathfinder does, the one NVRTC
+    library already loaded in the process (``loaded``: torch loads its own). None when anything is missing or
+    ambiguous (several layouts, several loaded NVRTCs, JITKERNEL_NVRTC_PATH, no cuda-pathfinder): search() then
+    asks cuda-pathfinder itself."""
+    if os.environ.get("JITKERNEL_NVRTC_PATH") or os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
+        return None
+    if len(loaded) > 1 or importlib.util.find_spec("cuda.pathfinder") is None:
+        return None
+    found = []
+    for folder in dict.fromkeys(_site_folders()):
+        for lib, cudart, cccl in _WHEEL_LAYOUTS:
+            lib, cudart, cccl = (os.path.join(folder, "nvidia", p) for p in (lib, cudart, cccl))
+            if (os.path.isfile(lib) and os.path.isfile(os.path.join(cudart, "cuda_fp16.h"))
+                    and os.path.isfile(os.path.join(cccl, "cuda", "std", "version"))):
+                found.append((lib, cudart, cccl))
+    if len(found) != 1:
+        return None
+    lib, cudart, cccl = found[0]
+    tk = Toolkit(include_dirs=[d for d in os.environ.get("JITKERNEL_INCLUDE_PATH", "").split(os.pathsep) if d])
+    tk.include_found_via = ["JITKERNEL_INCLUDE_PATH"] * len(tk.include_dirs)
+    if loaded:
+        tk.nvrtc_library, tk.nvrtc_found_via = loaded[0][0], "already-loaded in this process (cuda-pathfinder's rule)"
+    else:
+        tk.nvrtc_library, tk.nvrtc_found_via = lib, _WHEEL_VIA
+    tk.nvrtc_preload = _builtins_for(tk.nvrtc_library)
+    tk.include_dirs += [cudart, cccl]
+    tk.include_found_via += [_WHEEL_VIA, _WHEEL_VIA]
+    return tk
+
+
+def search(loaded: list | None = None) -> Toolkit:
+    """Finds NVRTC and the include folders (without loading anything but what cuda-pathfinder loads); ``loaded``
+    is the NVRTC libraries the process has loaded (``_core._toolkit_loaded_nvrtc()``, read when None)."""
+    wheels = _wheel_toolkit(_core._toolkit_loaded_nvrtc() if loaded is None else loaded)
+    if wheels is not None:
+        return wheels
     tk = Toolkit()
     pathfinder, skipped = _pathfinder()
     nvrtc_root = None
@@ -198,7 +245,7 @@ def search() -> Toolkit:
 
 # --- the persisted search result (cpp/jitkernel/cuda/toolkit/toolkit_record.hpp) -------------------------------------
 
-_RECORD_VERSION = "toolkit search 1"  # bump when search() changes what it finds or how it reports it
+_RECORD_VERSION = "toolkit search 2"  # bump when search() changes what it finds or how it reports it
 # Environment variables that choose where search() and cuda-pathfinder look (and which cuda-pathfinder is imported).
 # PYTHONUSERBASE and HOME place the user's site-packages folder.
 _INPUT_VARIABLES = ("JITKERNEL_NVRTC_PATH", "JITKERNEL_NO_PATHFINDER", "JITKERNEL_INCLUDE_PATH", "CUDA_HOME",
@@ -273,7 +320,7 @@ def _search_and_record(inputs: str, loaded: list) -> Toolkit:
     """search(), recorded under ``inputs`` and ``loaded`` (the NVRTC libraries loaded before it)."""
     # The places are stat'ed before the search: a change during it makes the record stale, never wrong.
     places = _core._toolkit_watch(_places())
-    tk = search()
+    tk = search(loaded)
     # Failures are searched again next time (with their notes). An NVRTC cuda-pathfinder found loaded already is
     # recorded only when it is one the key names (not one loaded during the search).
     already_loaded = "already-loaded" in tk.nvrtc_found_via
