@@ -140,22 +140,23 @@ def _wheel_toolkit(loaded: list) -> Toolkit | None:
     asks cuda-pathfinder itself."""
     if os.environ.get("JITKERNEL_NVRTC_PATH") or os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None
+    loaded = list({identity: path for path, identity in loaded}.items())  # one per file, whatever its paths
     if len(loaded) > 1 or importlib.util.find_spec("cuda.pathfinder") is None:
         return None
-    found = []
-    for folder in dict.fromkeys(_site_folders()):
+    found = {}  # by the library's real path: site folders may name one folder twice (a lib64 -> lib link)
+    for folder in _site_folders():
         for lib, cudart, cccl in _WHEEL_LAYOUTS:
             lib, cudart, cccl = (os.path.join(folder, "nvidia", p) for p in (lib, cudart, cccl))
             if (os.path.isfile(lib) and os.path.isfile(os.path.join(cudart, "cuda_fp16.h"))
                     and os.path.isfile(os.path.join(cccl, "cuda", "std", "version"))):
-                found.append((lib, cudart, cccl))
+                found.setdefault(os.path.realpath(lib), (lib, cudart, cccl))
     if len(found) != 1:
         return None
-    lib, cudart, cccl = found[0]
+    ((lib, cudart, cccl),) = found.values()
     tk = Toolkit(include_dirs=[d for d in os.environ.get("JITKERNEL_INCLUDE_PATH", "").split(os.pathsep) if d])
     tk.include_found_via = ["JITKERNEL_INCLUDE_PATH"] * len(tk.include_dirs)
     if loaded:
-        tk.nvrtc_library, tk.nvrtc_found_via = loaded[0][0], "already-loaded in this process (cuda-pathfinder's rule)"
+        tk.nvrtc_library, tk.nvrtc_found_via = loaded[0][1], "already-loaded in this process (cuda-pathfinder's rule)"
     else:
         tk.nvrtc_library, tk.nvrtc_found_via = lib, _WHEEL_VIA
     tk.nvrtc_preload = _builtins_for(tk.nvrtc_library)

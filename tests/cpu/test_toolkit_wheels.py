@@ -98,3 +98,16 @@ def test_same_files_as_cuda_pathfinder_without_importing_it():
     assert not imported
     assert os.path.realpath(library) == os.path.realpath(pf_library)
     assert [os.path.realpath(d) for d in includes] == [os.path.realpath(d) for d in pf_includes]
+
+
+def test_one_folder_named_twice_is_one_layout(sites, tmp_path, monkeypatch):
+    lib, cudart, cccl = _layout(sites[0])
+    os.symlink(sites[0], tmp_path / "lib64")  # venvs link lib64 -> lib: two names of one site folder
+    monkeypatch.setattr(ts, "_site_folders", lambda: [str(sites[0]), str(tmp_path / "lib64")])
+    assert ts._wheel_toolkit([]).nvrtc_library == lib
+
+
+def test_one_loaded_library_under_two_paths_is_one(sites):
+    _layout(sites[0])
+    tk = ts._wheel_toolkit([("/a/libnvrtc.so.13", "same"), ("/b/libnvrtc.so.13", "same")])
+    assert tk is not None and "already-loaded" in tk.nvrtc_found_via

@@ -257,16 +257,10 @@ void launch_function(CUfunction function, const char* kernel_name, const Prepare
   LaunchAttributes attributes;
   launch_attributes(function, kernel_name, prepared.device, g, shared_memory, prepared.cooperative,
                     prepared.cluster, attributes);
-  CUresult r;
-  if (attributes.count == 0) {  // a plain launch: the driver's cheaper entry point
-    r = api.cuLaunchKernel(function, launch.gridDimX, launch.gridDimY, launch.gridDimZ, launch.blockDimX,
-                           launch.blockDimY, launch.blockDimZ, launch.sharedMemBytes, launch.hStream, params,
-                           nullptr);
-  } else {
-    launch.attrs = attributes.items;
-    launch.numAttrs = attributes.count;
-    r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
-  }
+  launch.attrs = attributes.count ? attributes.items : nullptr;
+  launch.numAttrs = attributes.count;
+  // cuLaunchKernel costs the same as cuLaunchKernelEx (benchmarks/cpp floor cases): one entry point for all.
+  CUresult r = api.cuLaunchKernelEx(&launch, function, params, nullptr);
   // A fault reported here comes from an earlier kernel, so the record is
   // updated only after a successful enqueue.
   if (r != CUDA_SUCCESS) launch_failed(r, function, kernel_name, g);
