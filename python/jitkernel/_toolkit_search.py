@@ -132,12 +132,13 @@ _WHEEL_VIA = "NVIDIA wheel in site-packages (cuda-pathfinder's first place)"
 
 
 def _wheel_toolkit(loaded: list) -> Toolkit | None:
-    """What cuda-pathfinder finds when NVIDIA's wheels answer everything, found without importing it (the import
+    """What the full search finds when NVIDIA's wheels answer, found without importing cuda-pathfinder (the import
     alone costs tens of milliseconds, most of a first call's search): exactly one wheel layout in the site-packages
-    folders with NVRTC and both header folders, and NVRTC from it -- or, as cuda-pathfinder does, the one NVRTC
-    library already loaded in the process (``loaded``: torch loads its own). None when anything is missing or
-    ambiguous (several layouts, several loaded NVRTCs, JITKERNEL_NVRTC_PATH, no cuda-pathfinder): search() then
-    asks cuda-pathfinder itself."""
+    folders with NVRTC and the CUDA headers, and NVRTC from it -- or, as cuda-pathfinder does, the one NVRTC
+    library already loaded in the process (``loaded``: torch loads its own); CCCL from the wheel, else (no CCCL
+    wheel, no conda) from the CUDA roots as the full search takes it. None when anything is missing or ambiguous
+    (several layouts, several loaded NVRTCs, JITKERNEL_NVRTC_PATH, no cuda-pathfinder): search() then asks
+    cuda-pathfinder itself."""
     if os.environ.get("JITKERNEL_NVRTC_PATH") or os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None
     loaded = list({identity: path for path, identity in loaded}.items())  # one per file, whatever its paths
@@ -147,12 +148,24 @@ def _wheel_toolkit(loaded: list) -> Toolkit | None:
     for folder in _site_folders():
         for lib, cudart, cccl in _WHEEL_LAYOUTS:
             lib, cudart, cccl = (os.path.join(folder, "nvidia", p) for p in (lib, cudart, cccl))
-            if (os.path.isfile(lib) and os.path.isfile(os.path.join(cudart, "cuda_fp16.h"))
-                    and os.path.isfile(os.path.join(cccl, "cuda", "std", "version"))):
-                found.setdefault(os.path.realpath(lib), (lib, cudart, cccl))
+            if os.path.isfile(lib) and os.path.isfile(os.path.join(cudart, "cuda_fp16.h")):
+                has_cccl = os.path.isfile(os.path.join(cccl, "cuda", "std", "version"))
+                found.setdefault(os.path.realpath(lib), (lib, cudart, cccl if has_cccl else None))
     if len(found) != 1:
         return None
     ((lib, cudart, cccl),) = found.values()
+    if cccl is None:
+        # Without the CCCL wheel, the full search takes CCCL from the CUDA roots, unless conda (where
+        # cuda-pathfinder looks before them) may have it.
+        if os.environ.get("CONDA_PREFIX"):
+            return None
+        in_roots = [(c, root) for _, root in _cuda_roots() for c in [_headers_in_root(root)[1]] if c]
+        if not in_roots:
+            return None
+        cccl, root = in_roots[0]
+        cccl_via = f"CUDA toolkit {root}"
+    else:
+        cccl_via = _WHEEL_VIA
     tk = Toolkit(include_dirs=[d for d in os.environ.get("JITKERNEL_INCLUDE_PATH", "").split(os.pathsep) if d])
     tk.include_found_via = ["JITKERNEL_INCLUDE_PATH"] * len(tk.include_dirs)
     if loaded:
@@ -161,7 +174,7 @@ def _wheel_toolkit(loaded: list) -> Toolkit | None:
         tk.nvrtc_library, tk.nvrtc_found_via = lib, _WHEEL_VIA
     tk.nvrtc_preload = _builtins_for(tk.nvrtc_library)
     tk.include_dirs += [cudart, cccl]
-    tk.include_found_via += [_WHEEL_VIA, _WHEEL_VIA]
+    tk.include_found_via += [_WHEEL_VIA, cccl_via]
     return tk
 
 

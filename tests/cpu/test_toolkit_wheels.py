@@ -111,3 +111,24 @@ def test_one_loaded_library_under_two_paths_is_one(sites):
     _layout(sites[0])
     tk = ts._wheel_toolkit([("/a/libnvrtc.so.13", "same"), ("/b/libnvrtc.so.13", "same")])
     assert tk is not None and "already-loaded" in tk.nvrtc_found_via
+
+
+def _cccl_root(tmp_path):
+    std = tmp_path / "cuda_root" / "include" / "cccl" / "cuda" / "std"
+    std.mkdir(parents=True)
+    (std / "version").write_text("")
+    return tmp_path / "cuda_root"
+
+
+def test_without_the_cccl_wheel_cccl_comes_from_the_cuda_root(sites, tmp_path, monkeypatch):
+    lib, cudart, cccl = _layout(sites[0])
+    import shutil
+    shutil.rmtree(cccl)
+    root = _cccl_root(tmp_path)
+    monkeypatch.setenv("CUDA_HOME", str(root))
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    tk = ts._wheel_toolkit([])
+    assert tk.include_dirs == [cudart, str(root / "include" / "cccl")]
+    assert tk.include_found_via[1] == f"CUDA toolkit {root}"
+    monkeypatch.setenv("CONDA_PREFIX", str(tmp_path))  # conda comes before the CUDA roots: the full search decides
+    assert ts._wheel_toolkit([]) is None
