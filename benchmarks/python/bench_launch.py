@@ -18,14 +18,20 @@ exits 1 only when a jitkernel variant fails.
     python3 benchmarks/python/bench_launch.py --out DIR [--quick] [--peers jitkernel,cupy,...] [--sizes 4096]
         [--cpp-bench PATH] [--no-bandwidth]
 
+Head to head: the variants issue 14's targets compare are timed again in --rounds interleaved rounds
+(_launch_pairs.py), and those targets are paired ratios (median over rounds, with the IQR): this machine's drift
+moves sequential measurements by more than the differences measured.
+
 Grown from shared/peers.py (same structure: one function per peer, a common timing loop). The variants and the
-timing loop are in _launch_peers.py, the floors, stages and bandwidth runs in _launch_floors.py.
+timing loop are in _launch_peers.py, the floors, stages and bandwidth runs in _launch_floors.py, the ctypes driver
+rows in _launch_raw.py, the interleaved rounds in _launch_pairs.py.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -33,6 +39,7 @@ from _bench_common import Skip, environment, fmt
 from _launch_floors import DEFAULT_CPP_BENCH, bandwidth, cpp_cases, stages
 from _launch_peers import ARG_COUNTS, PEER_LABELS, EventTimer, measure
 from _launch_peers import PEERS as FRAMEWORK_PEERS
+from _launch_pairs import HEAD_TO_HEAD, interleaved, paired_targets
 from _launch_raw import peer_raw
 
 PEERS = {"raw": peer_raw, **FRAMEWORK_PEERS}  # the same-process driver baseline first
@@ -71,19 +78,6 @@ def targets(res, n):
               "C++ floor/raw_exp4096_launch")
         ratio(f"{label}: call + synchronize ≤ 1.1 × raw", rt(f"jitkernel, {label}, outputs given"), f_sync, 1.1,
               "C++ floor/raw_exp4096_launch_sync")
-    # Ahead of the peers (issue 14): cuda.core's launch() is the Python launch to beat, each framework's
-    # built-in op the allocating call to beat.
-    core = "cuda.core launch, outputs given"
-    for label in ("jk.Array", "torch"):
-        ratio(f"{label}: outputs given ≤ cuda.core launch()", wall(f"jitkernel, {label}, outputs given"),
-              wall(core), 1.0, core)
-        ratio(f"{label}: call + synchronize ≤ cuda.core's", rt(f"jitkernel, {label}, outputs given"), rt(core), 1.0,
-              core)
-    ratio("jk.Array: output allocated ≤ torch.exp(x)", wall("jitkernel, jk.Array, output allocated"),
-          wall("torch.exp, output allocated"), 1.0, "torch.exp, output allocated")
-    ratio("jk.Array: outputs given ≤ same-process raw cuLaunchKernelEx × 1.1",
-          wall("jitkernel, jk.Array, outputs given"),
-          wall("raw driver (ctypes cuLaunchKernelEx), outputs given"), 1.1, "ctypes cuLaunchKernelEx")
     ratio("torch in/out, outputs given ≤ torch.exp(x, out=)", wall("jitkernel, torch, outputs given"),
           wall("torch.exp, out= given"), 1.0, "torch.exp, out= given")
     ratio("torch in/out, output allocated ≤ torch.exp(x)", wall("jitkernel, torch, output allocated"),
@@ -130,6 +124,13 @@ def markdown(res):
                 over = t["value"] / t["limit"]
                 met += f" ({fmt((over - 1) * 100, 0)}% over)" if over > 1 else f" ({fmt((1 - over) * 100, 0)}% short)"
             lines.append(f"| {t['target']} | {fmt(t['value'])} | {t['limit']} | {met} | {t['note']} |")
+        lines.append("")
+    h2h = res.get("head_to_head")
+    if h2h:
+        lines += ["## Head to head (interleaved rounds: one block of each variant per round, order rotated)", "",
+                  "| variant | median µs/call | min | max |", "|---|---:|---:|---:|"]
+        lines += [f"| {name} | {fmt(statistics.median(xs))} | {fmt(min(xs))} | {fmt(max(xs))} |"
+                  for name, xs in sorted(h2h.items(), key=lambda kv: statistics.median(kv[1]))]
         lines.append("")
     if res.get("cpp"):
         lines += ["## C++ floors (benchmarks/cpp, same run)", "", "| case | µs per operation |", "|---|---:|"]
@@ -200,10 +201,11 @@ def parse_args(argv):
     ap.add_argument("--no-bandwidth", action="store_true", help="skip the 2^28-element bandwidth runs")
     ap.add_argument("--iters", type=int, default=5000, help="calls per timed block")
     ap.add_argument("--reps", type=int, default=5, help="timed blocks per measurement")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds of the head-to-head section")
     ap.add_argument("--quick", action="store_true", help="500 calls x 3 blocks (smoke test)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.iters, args.reps = 500, 3
+        args.iters, args.reps, args.rounds = 500, 3, 3
     args.peers = [p for p in args.peers.split(",") if p]
     unknown = [p for p in args.peers if p not in PEERS]
     if unknown:
@@ -212,8 +214,9 @@ def parse_args(argv):
     return args
 
 
-def run_peer(res, args, n, peer, timer):
-    """Measures every variant of one peer at n elements into res; True when a jitkernel variant failed."""
+def run_peer(res, args, n, peer, timer, live):
+    """Measures every variant of one peer at n elements into res (and keeps the head-to-head ones in ``live``);
+    True when a jitkernel variant failed."""
     rows = res["launch"].setdefault(str(n), {})
     failed = False
     try:
@@ -238,6 +241,8 @@ def run_peer(res, args, n, peer, timer):
             r = {"error": f"{type(e).__name__}: {e}"}
             failed |= peer == "jitkernel"
         rows[v["name"]] = r
+        if "error" not in r and v["name"] in HEAD_TO_HEAD:
+            live.append(v)
         print(f"n={n:<8} {v['name']:<45} " + (
             f"wall {fmt(r['wall_us'])} µs  event {fmt(r['event_us'])} µs  rt {fmt(r['rt_us'])} µs"
             if "error" not in r else r["error"]), flush=True)
@@ -269,7 +274,7 @@ def run_jitkernel_extras(res, args):
         except Exception as e:
             res["bandwidth"] = {"error": f"{type(e).__name__}: {e}"}
             failed = True
-    res["targets"] = targets(res, args.sizes[0])
+    res["targets"] = paired_targets(res.get("head_to_head", {})) + targets(res, args.sizes[0])
     return failed
 
 
@@ -283,8 +288,12 @@ def main(argv=None):
     failed = False
     for n in args.sizes:
         res["launch"].setdefault(str(n), {})
+        live = []
         for peer in args.peers:
-            failed |= run_peer(res, args, n, peer, timer)
+            failed |= run_peer(res, args, n, peer, timer, live)
+            save(res, args.out)
+        if n == args.sizes[0] and len(live) > 1:
+            res["head_to_head"] = interleaved(live, args.iters, args.rounds)
             save(res, args.out)
     if "jitkernel" in args.peers:
         failed |= run_jitkernel_extras(res, args)
