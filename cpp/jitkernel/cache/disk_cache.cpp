@@ -4,10 +4,11 @@
 // (entry_io.hpp) and the size cap (eviction.hpp); records (small payloads
 // that are not code) share the entry format and code in a folder of their own.
 //
-// Concurrency without locks between processes: a writer renames a complete,
-// fsync'ed temp file over the entry, so a reader opens either the old or the
-// new file, both whole; eviction and clear unlink, which a reader that has the
-// file open does not notice and a reader that comes later sees as a miss. The
+// Concurrency without locks between processes: a writer renames a complete
+// temp file over the entry, so a reader opens either the old or the new file,
+// both whole (not fsync'ed: a file a crash tore fails its checksum, a miss);
+// eviction and clear unlink, which a reader that has the file open does not
+// notice and a reader that comes later sees as a miss. The
 // hit path is one open, fstat, two preads, a checksum and a futimens (the
 // mtime is the LRU clock); directory listings happen only in stores (two, to
 // make room within the cap: make_room), info and clear.
@@ -220,7 +221,7 @@ void store(const Key& key, std::string_view payload) {
   int error = 0;
   std::uint64_t evictions = 0;
   const Write result = write_entry(folders, kEntries, key, payload, c->max_bytes,
-                                   Durability::Synced, evictions, &what, &error);
+                                   evictions, &what, &error);
   state().counters.evictions += evictions;
   switch (result) {
     case Write::Stored:
@@ -263,7 +264,7 @@ void store_record(const Key& key, std::string_view payload) {
   int error = 0;
   std::uint64_t evictions = 0;
   // A failure is ignored: the caller finds no record next time and searches.
-  if (write_entry(folders, kRecords, key, payload, c->max_bytes, Durability::Lazy, evictions,
+  if (write_entry(folders, kRecords, key, payload, c->max_bytes, evictions,
                   &what, &error) == Write::Stored) {
     std::vector<CacheFile> records;
     list_files(folders[kRecords], kRecords, records);

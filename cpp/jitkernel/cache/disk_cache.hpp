@@ -21,7 +21,8 @@
 // Entries carry a checksum; a bad one is ignored (and replaced on the next
 // store). One entry that cannot be stored (a folder in its place) is skipped
 // with one warning; the others still are. Writes are atomic (temp file +
-// fsync + rename), no lock files. All functions are thread-safe and safe
+// rename; not fsync'ed: a file a crash tore fails its checksum, a miss), no
+// lock files. All functions are thread-safe and safe
 // against concurrent processes.
 #pragma once
 
@@ -63,7 +64,7 @@ void store(const Key& key, std::string_view payload);
 // Records: small payloads that are not compiled code (the toolkit
 // discovery python/jitkernel/_toolkit.py persists), stored in the entry
 // format (checksum, atomic replace) in the folder's "records" subfolder
-// (created 0700 and checked like the folder itself), but without fsync (a
+// (created 0700 and checked like the folder itself), written like entries (a
 // record torn by a crash fails its checksum: it only costs redoing the work
 // it saved). They count toward the cap and info().bytes (not entries), at
 // most 64 are kept (least recently used removed), and clear() removes them.

@@ -16,7 +16,7 @@
 namespace jk::cache {
 
 Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Digest& key,
-                  std::string_view payload, std::uint64_t max_bytes, Durability durability,
+                  std::string_view payload, std::uint64_t max_bytes,
                   std::uint64_t& evictions, const char** what, int* error) {
   const Folder& folder = folders[into];
   *what = "opening the folder";
@@ -43,8 +43,6 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
   if (!write_all(fd.get(), header.data(), header.size()) ||
       !write_all(fd.get(), payload.data(), payload.size()))
     return give_up(Write::Failed);
-  *what = "fsync";
-  if (durability == Durability::Synced && ::fsync(fd.get()) != 0) return give_up(Write::Failed);
   *what = "closing";
   if (!fd.reset()) return give_up(Write::Failed);
   *what = "renaming";
@@ -67,8 +65,6 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
     errno = e;
     return give_up(result);
   }
-  // Make the rename durable; a failure here loses nothing that matters.
-  if (durability == Durability::Synced) ::fsync(folder.fd());
   return Write::Stored;
 }
 

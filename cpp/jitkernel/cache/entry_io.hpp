@@ -15,14 +15,6 @@
 
 namespace jk::cache {
 
-// How much a write waits for the disk.
-enum class Durability {
-  Synced,  // fsync the file before the rename and the folder after it
-  Lazy,    // neither: after a crash the file may be torn or gone, which
-           // readers see as a bad or missing entry (for records, whose loss
-           // only costs a search)
-};
-
 enum class Write {
   Stored,
   NoRoom,       // writers in flight hold the room: not stored, not a failure
@@ -31,10 +23,13 @@ enum class Write {
 };
 
 // Stores the entry file for `key` in folders[into]: announce a temp file,
-// make room (make_room), write, rename into place. `what` names the step that
+// make room (make_room), write, rename into place. Nothing waits for the disk
+// (no fsync): after a crash the file may be torn or gone, which readers see
+// as a bad or missing entry -- a miss, costing one compile or search, never a
+// wrong binary (every entry carries its checksum). `what` names the step that
 // failed and `error` its errno.
 Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Digest& key,
-                  std::string_view payload, std::uint64_t max_bytes, Durability durability,
+                  std::string_view payload, std::uint64_t max_bytes,
                   std::uint64_t& evictions, const char** what, int* error);
 
 enum class Read { Hit, Missing, Bad };

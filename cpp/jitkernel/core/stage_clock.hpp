@@ -23,7 +23,7 @@ enum class Stage : int {
   CompilerIdentity,  // NVRTC's build identity for compile keys
   CompileKey,        // the compile key, the include closure included
   DiskLookup,        // reading and verifying a disk-cache entry
-  DiskStore,         // writing a disk-cache entry (fsync, rename, eviction)
+  DiskStore,         // writing a disk-cache entry (write, rename, eviction)
   NvrtcCreate,       // nvrtcCreateProgram
   NvrtcCompile,      // nvrtcCompileProgram
   NvrtcGetBinary,    // nvrtcGetCUBIN / GetPTX (+ sizes, log)
