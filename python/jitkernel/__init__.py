@@ -49,6 +49,7 @@ from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
 from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
 from ._toolkit_search import toolkit_info
+from . import fast  # MLX's names: jk.fast.cuda_kernel, jk.fast.metal_kernel, jk.fast.precompiled_cuda_kernel
 
 __version__: str = getattr(_core, "__version__", "0.0.0")
 
@@ -118,7 +119,7 @@ def _register_jax_target(jax) -> None:
 _install()
 
 __all__ = [
-    "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
+    "fast", "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

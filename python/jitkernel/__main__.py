@@ -1,7 +1,7 @@
 """Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
-locates the compile cache folder.
+locates the compile cache folder. `python -m jitkernel --version` prints the version.
 """
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
                "  python -m jitkernel cache info",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="store_true", help="print jitkernel's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -96,6 +97,11 @@ def main(argv=None) -> int:
             command.add_argument("action", choices=("info", "clear", "path"),
                                  help="info: folder, state and size; clear: remove every entry jitkernel stored; path: the folder")
     args = parser.parse_args(argv)
+    if args.version:
+        import jitkernel as jk
+
+        print(f"jitkernel {jk.__version__}")
+        return 0
     if args.command is None:
         parser.print_help()
         return 2

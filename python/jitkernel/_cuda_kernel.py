@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import _core, _kernel_record, _traced_call
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, KernelFront, bad_call, factory_args, str_arg
+from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
 
 __all__ = ["CudaKernel", "cuda_kernel", "compile_cuda"]
 
@@ -77,6 +77,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
     def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
         """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed.
         Keyword arguments only: ``source(*, inputs, output_dtypes, template=None)``."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("CudaKernel.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
@@ -84,6 +85,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     def entry_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
         """The generated kernel's extern "C" symbol for these arguments (keyword arguments as in ``source``)."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("CudaKernel.entry_name", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
@@ -94,6 +96,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed.
         Keyword arguments only: ``compile(*, inputs, output_dtypes, template=None, arch="sm_90a",
         target="cubin")``."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("CudaKernel.compile", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         str_arg(arch, "arch")

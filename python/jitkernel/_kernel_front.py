@@ -29,6 +29,16 @@ class _Required:
 REQUIRED = _Required()
 
 
+def query_keywords(unknown: dict) -> dict:
+    """The keywords of ``unknown`` that a query taking a call's signature (``source``, ``compile``, ...) does not
+    take, less those only the launch uses (``grid``, ``output_shapes``, ``outputs``, ...), which it accepts and
+    ignores: one keyword dict serves the call and its queries, as in MLX."""
+    from . import _core
+
+    launch_only = set(_core._call_keywords) - {"inputs", "output_dtypes", "template"}
+    return {k: v for k, v in unknown.items() if k not in launch_only}
+
+
 def bad_call(function: str, args: tuple, unknown: dict, keywords: dict):
     """Raises the ArgumentTypeError of a call to ``function`` (a keyword-only API function declared as
     ``f(*args, a=REQUIRED, ..., **unknown)``) that passed positional ``args``, ``unknown`` keywords, or left a

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, KernelFront, bad_call, bool_arg, factory_args
+from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -86,6 +86,7 @@ class MetalKernelFunction(KernelFront):
         (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
         Works on any OS. Keyword arguments only: ``source(*, inputs, output_dtypes, template=None,
         with_utils=False)``."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("MetalKernelFunction.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
@@ -93,6 +94,7 @@ class MetalKernelFunction(KernelFront):
 
     def kernel_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
         """The generated [[kernel]] function's name (its host_name) for these arguments."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("MetalKernelFunction.kernel_name", args, unknown,
                      dict(inputs=inputs, output_dtypes=output_dtypes))
@@ -102,6 +104,7 @@ class MetalKernelFunction(KernelFront):
     def buffers(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> list:
         """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
         what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
+        unknown = query_keywords(unknown)
         if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
             bad_call("MetalKernelFunction.buffers", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
         impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
