@@ -49,6 +49,13 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         self._vjp = None
         _kernel_record.kernel_spec(self)  # sets self._spec, read by traced calls
 
+    def __reduce__(self):
+        """Pickles as the factory's arguments and the backward (which pickles by reference): unpickling makes the
+        kernel again (in another process its first call finds the binary in the disk cache), so kernels go to
+        spawned workers, Ray tasks and DataLoader workers; copy.copy / deepcopy make a new, equal kernel."""
+        return (_rebuild_kernel, (self.name, self.input_names, self.output_names, self.source_text, self.header,
+                                  self.ensure_row_contiguous, self.shared_memory, self.compile_options, self._vjp))
+
     def vjp(self, backward):
         """Attaches a backward to this kernel's calls (use as a decorator); returns ``backward``.
 
@@ -141,6 +148,16 @@ def _copy_options(options):
         return None
     return {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else v
             for k, v in options.items()}
+
+
+def _rebuild_kernel(name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
+                    compile_options, backward):
+    """A pickled CudaKernel made again (CudaKernel.__reduce__)."""
+    kernel = CudaKernel(name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
+                        compile_options)
+    if backward is not None:
+        kernel.vjp(backward)
+    return kernel
 
 
 def cuda_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,

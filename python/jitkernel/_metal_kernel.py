@@ -63,6 +63,11 @@ class MetalKernelFunction(KernelFront):
         self._impl = self._new_engine(input_names, output_names) if input_names is not None and \
             output_names is not None else None
 
+    def __reduce__(self):
+        """Pickles as the factory's arguments: unpickling makes the kernel again."""
+        return (type(self), (self.name, self.input_names, self.output_names, self.source_text, self.header,
+                             self.ensure_row_contiguous, self.atomic_outputs, self.math_mode))
+
     def _new_engine(self, input_names: tuple, output_names: tuple):
         return _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text, self.header,
                                  self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)

@@ -3,33 +3,9 @@ whose launches do nothing and whose device memory is host memory): both ways CPy
 with keywords written out, tp_call with **kwargs), keyword errors on each, outputs allocated and given, and the
 first pool allocation made while a helper thread warms the pool. Kernels do not run, so no result is checked
 beyond what the host side makes (shapes, dtypes, copies of the inputs)."""
-import os
-import shutil
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(scope="module")
-def mock_driver(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the mock driver")
-    folder = tmp_path_factory.mktemp("mock")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(folder / "libcuda.so.1"),
-                    os.path.join(ROOT, "benchmarks", "host_only", "mock_libcuda.c")], check=True)
-    return str(folder)
-
-
-def run_with_mock(mock_driver, code, tmp_path):
-    env = dict(os.environ, LD_LIBRARY_PATH=mock_driver, JITKERNEL_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("JITKERNEL_REQUIRE_GPU", None)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          timeout=300)
+from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
 
 
 def test_calls_through_vectorcall_and_kwargs(mock_driver, tmp_path):

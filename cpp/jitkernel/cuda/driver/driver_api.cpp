@@ -7,8 +7,10 @@
 #include "jitkernel/cuda/driver/driver_api.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -187,11 +189,26 @@ LoadedDriver load_driver() {
   return out;
 }
 
+// Set in a child process forked after this one loaded the driver: the child
+// holds a copy of the parent's CUDA state, which the driver does not support
+// after fork, so every use there is refused with a clear error instead of
+// failing (or hanging) somewhere inside the driver.
+std::atomic<bool> g_forked_child{false};
+void mark_forked_child() { g_forked_child.store(true, std::memory_order_relaxed); }
+
+constexpr const char* kForkedChild =
+    "CUDA cannot be used in this process: it was forked after its parent initialized CUDA, and the CUDA driver "
+    "does not work in such a child. Start worker processes with the 'spawn' (or 'forkserver') start method: "
+    "multiprocessing.set_start_method('spawn'), torch DataLoader(..., multiprocessing_context='spawn'); "
+    "jitkernel kernels pickle, so they can be passed to such workers.";
+
 const LoadedDriver& loaded_driver() {
   // Never destroyed: buffers and modules may be released during static destruction.
   static const LoadedDriver* loaded = [] {
     StageTimer timer(Stage::DriverLoad);
-    return new LoadedDriver(load_driver());
+    auto* driver = new LoadedDriver(load_driver());
+    if (driver->error.empty()) pthread_atfork(nullptr, nullptr, &mark_forked_child);
+    return driver;
   }();
   return *loaded;
 }
@@ -209,13 +226,14 @@ char g_last_kernel[256] = {};
 const DriverApi& driver() {
   const LoadedDriver& loaded = loaded_driver();
   if (!loaded.error.empty()) throw CudaNotAvailable(loaded.error);
+  if (g_forked_child.load(std::memory_order_relaxed)) throw CudaNotAvailable(kForkedChild);
   return loaded.api;
 }
 
 bool cuda_available() {
   try {
     const LoadedDriver& loaded = loaded_driver();
-    return loaded.error.empty() && loaded.device_count > 0;
+    return loaded.error.empty() && loaded.device_count > 0 && !g_forked_child.load(std::memory_order_relaxed);
   } catch (...) {
     return false;
   }

@@ -142,7 +142,10 @@ std::size_t checked_nbytes(DType dtype, const std::vector<std::int64_t>& shape) 
 struct EventHolder {
   CUevent event = nullptr;
   ~EventHolder() {
-    if (event != nullptr) driver().cuEventDestroy(event);
+    try {
+      if (event != nullptr) driver().cuEventDestroy(event);
+    } catch (...) {  // a destructor reports nothing (a forked child, a driver gone)
+    }
   }
 };
 
