@@ -1,22 +1,38 @@
 """Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
-locates the compile cache folder. `python -m jitkernel --version` prints the version.
+locates the compile cache folder. `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
 
-def doctor() -> int:
-    """Prints toolkit_info() and each GPU's device_info(); non-zero when NVRTC or a GPU query fails."""
+def doctor(as_json: bool = False) -> int:
+    """Prints toolkit_info() and each GPU's device_info() (``as_json``: one JSON object with the keys
+    jitkernel, python, toolkit, devices, ok); non-zero when NVRTC or a GPU query fails."""
     import jitkernel as jk
 
+    info = jk.toolkit_info()
+    ok = not info.get("nvrtc_error")
+    devices = []
+    for ordinal in range(jk.device_count()):
+        try:
+            devices.append({"device": ordinal, **jk.device_info(ordinal)})
+        except jk.JitKernelError as e:
+            devices.append({"device": ordinal, "error": f"{type(e).__name__}: {e}"})
+            ok = False
+    if as_json:
+        report = {"jitkernel": {"version": jk.__version__, "path": os.path.dirname(jk.__file__)},
+                  "python": {"version": sys.version.split()[0], "executable": sys.executable},
+                  "toolkit": info, "devices": devices, "ok": ok}
+        print(json.dumps(report, indent=1, default=str))
+        return 0 if ok else 1
     print(f"jitkernel {jk.__version__} ({os.path.dirname(jk.__file__)})")
     print(f"python {sys.version.split()[0]} ({sys.executable})")
-    info = jk.toolkit_info()
     for key, value in info.items():
         if isinstance(value, (list, tuple)):
             print(f"{key}:" + ("" if value else " none"))
@@ -24,13 +40,9 @@ def doctor() -> int:
                 print(f"    {item}")
         else:
             print(f"{key}: {value}")
-    ok = not info.get("nvrtc_error")
-    for ordinal in range(jk.device_count()):
-        try:
-            detail = ", ".join(f"{k}={v}" for k, v in jk.device_info(ordinal).items())
-        except jk.JitKernelError as e:
-            detail, ok = f"{type(e).__name__}: {e}", False
-        print(f"device {ordinal}: {detail}")
+    for d in devices:
+        detail = d.get("error") or ", ".join(f"{k}={v}" for k, v in d.items() if k != "device")
+        print(f"device {d['device']}: {detail}")
     if not ok:
         print("problem: NVRTC could not be loaded or a GPU could not be queried (see above)")
     return 0 if ok else 1
@@ -93,6 +105,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == "doctor":
+            command.add_argument("--json", action="store_true", help="one JSON object instead of text")
         if name == "cache":
             command.add_argument("action", choices=("info", "clear", "path"),
                                  help="info: folder, state and size; clear: remove every entry jitkernel stored; path: the folder")
@@ -107,6 +121,8 @@ def main(argv=None) -> int:
         return 2
     if args.command == "cache":
         return cache(args.action)
+    if args.command == "doctor":
+        return doctor(args.json)
     return COMMANDS[args.command][0]()
 
 

@@ -179,11 +179,9 @@ def test_nothing_found_lists_where_it_looked(tmp_path):
         assert expected in out["error"], out["error"]
 
 
-def test_package_ships_type_marker_and_version():
+def test_package_ships_type_marker():
+    # (The version's single source is checked in test_project_metadata.py.)
     assert (Path(jk.__file__).parent / "py.typed").is_file()
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    if pyproject.is_file():
-        assert f'version = "{jk.__version__}"' in pyproject.read_text()
 
 
 # --- the dtype table -------------------------------------------------------------------------------------------
