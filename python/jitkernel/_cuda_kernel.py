@@ -15,6 +15,15 @@ from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, fact
 
 __all__ = ["CudaKernel", "cuda_kernel", "compile_cuda"]
 
+# True for type checkers only (mypy and pyright treat the name so): importing typing costs import time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, overload
+
+    Dim3 = tuple[int, int, int]
+    Shape = Sequence[int]
+
 _INT32_MAX = 2**31 - 1
 
 
@@ -35,6 +44,26 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
                  "shared_memory", "compile_options", "_impls", "_vjp", "_spec", "__weakref__")
 
     _factory = "cuda_kernel"
+
+    if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call_slot.cpp): its signature for type checkers
+        @overload
+        def __call__(self, *, inputs: Sequence[Any], grid: Dim3, threadgroup: Dim3,
+                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[Any] | None = None,
+                     template: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+                     init_value: float | None = None, verbose: bool = False, stream: Any = None,
+                     outputs: Sequence[Any] | None = None, cooperative: bool | None = None,
+                     cluster: Dim3 | None = None) -> list[Any]: ...
+
+        @overload
+        def __call__(self, *, inputs: Mapping[str, Any], grid: Dim3, threadgroup: Dim3,
+                     output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, Any] | None = None,
+                     template: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+                     init_value: float | None = None, verbose: bool = False, stream: Any = None,
+                     outputs: Mapping[str, Any] | None = None, cooperative: bool | None = None,
+                     cluster: Dim3 | None = None) -> dict[str, Any]: ...
+
+        def __call__(self, **kwargs: Any) -> Any: ...
 
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
                  compile_options=None):
@@ -160,8 +189,9 @@ def _rebuild_kernel(name, input_names, output_names, source, header, ensure_row_
     return kernel
 
 
-def cuda_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
-                shared_memory=0, compile_options=None) -> CudaKernel:
+def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+                source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
+                shared_memory: int = 0, compile_options: Mapping[str, Any] | None = None) -> CudaKernel:
     """A JIT-compiled CUDA kernel from the body ``source`` (MLX's ``mx.fast.cuda_kernel``).
 
     The signature is generated from what each call passes: ``const T* name`` per array input (Python scalars by
