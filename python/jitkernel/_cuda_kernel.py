@@ -81,7 +81,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
     def __reduce__(self):
         """Pickles as the factory's arguments and the backward (which pickles by reference): unpickling makes the
         kernel again (in another process its first call finds the binary in the disk cache), so kernels go to
-        spawned workers, Ray tasks and DataLoader workers; copy.copy / deepcopy make a new, equal kernel."""
+        spawned workers (multiprocessing, DataLoader); copy.copy / deepcopy make a new, equal kernel."""
         return (_rebuild_kernel, (self.name, self.input_names, self.output_names, self.source_text, self.header,
                                   self.ensure_row_contiguous, self.shared_memory, self.compile_options, self._vjp))
 

@@ -91,3 +91,15 @@ def test_fork_before_cuda_is_fine(mock_driver, tmp_path):  # noqa: F811
         print("OK")
     """, tmp_path)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
+
+
+def _source_in_worker(kernel):
+    return kernel.source(inputs=[np.arange(8, dtype=np.float32)], output_dtypes=[np.float32])
+
+
+def test_kernel_goes_to_a_spawned_worker():
+    import multiprocessing
+
+    k = jk.cuda_kernel(name="copy", input_names=["a"], output_names=["b"], source="b[0] = a[0] * 3;")
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_source_in_worker, (k,)) == _source_in_worker(k)

@@ -42,9 +42,17 @@ std::atomic<int> g_pool_warm[kMaxDevices] = {};  // the first pool allocation ma
 
 // Helper threads still making a first pool allocation; exit waits for them
 // (wait_for_pool_warmup) so none is inside the driver while it shuts down.
-std::mutex g_warming_mutex;
-std::condition_variable g_warming_done;
-int g_warming = 0;
+// Never destroyed: a helper thread may still use it during static destruction
+// (a C++ program that exits without waiting).
+struct Warming {
+  std::mutex mutex;
+  std::condition_variable done;
+  int count = 0;
+};
+Warming& warming() {
+  static Warming* w = new Warming;
+  return *w;
+}
 
 // Makes `device`'s first stream-ordered allocation (and frees it) on a
 // helper thread, once; allocations meanwhile use cuMemAlloc. The thread
@@ -54,14 +62,15 @@ void warm_pool(int device) {
   int expected = kCold;
   if (!g_pool_warm[device].compare_exchange_strong(expected, kWarming)) return;
   {
-    std::lock_guard<std::mutex> lock(g_warming_mutex);
-    ++g_warming;
+    std::lock_guard<std::mutex> lock(warming().mutex);
+    ++warming().count;
   }
   auto done = [device] {
     g_pool_warm[device].store(kWarm, std::memory_order_release);
-    std::lock_guard<std::mutex> lock(g_warming_mutex);
-    --g_warming;
-    g_warming_done.notify_all();
+    Warming& w = warming();
+    std::lock_guard<std::mutex> lock(w.mutex);
+    --w.count;
+    w.done.notify_all();
   };
   try {
     std::thread([device, done] {
@@ -325,8 +334,9 @@ void stream_wait(int device, CUstream waiter, CUstream producer) {
 }
 
 void wait_for_pool_warmup() {
-  std::unique_lock<std::mutex> lock(g_warming_mutex);
-  g_warming_done.wait_for(lock, std::chrono::seconds(5), [] { return g_warming == 0; });
+  Warming& w = warming();
+  std::unique_lock<std::mutex> lock(w.mutex);
+  w.done.wait_for(lock, std::chrono::seconds(5), [&w] { return w.count == 0; });
 }
 
 }  // namespace jk::cuda
