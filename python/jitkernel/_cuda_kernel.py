@@ -28,16 +28,31 @@ _INT32_MAX = 2**31 - 1
 
 
 class CudaKernel(KernelFront, _core.CudaKernelBase):
-    """A CUDA kernel whose body is ``source``; call it with keyword arguments (see ``cuda_kernel``)::
+    """A CUDA kernel whose body is ``source`` (made by ``cuda_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
-               init_value=None, verbose=False, stream=None, outputs=None)
+               init_value=None, verbose=False, stream=None, outputs=None, cooperative=None, cluster=None)
 
-    Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form).
-    ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
-    ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
-    ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
-    a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
+    Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form, where
+    ``inputs``, ``output_shapes``, ``output_dtypes`` and ``outputs`` are dicts keyed by name).
+
+    - ``inputs``: arrays (NumPy, PyTorch, CuPy, JAX, ``jk.Array``, anything with ``__dlpack__``) and Python
+      scalars, passed by value. Outputs come back in the inputs' framework (``jk.Array`` for NumPy inputs).
+    - ``output_shapes`` / ``output_dtypes``: one shape and one dtype per output; may be omitted when ``outputs=``
+      gives the arrays to write (checked, written in place and returned).
+    - ``grid``: threads (x, y, z), as in MLX: blocks = ceil(grid / threadgroup); ``threadgroup``: threads per
+      block (x, y, z).
+    - ``template``: ``[(name, value)]`` or a dict of ints, bools and dtypes (``constexpr`` / ``using`` lines).
+    - ``init_value``: fills the outputs before the launch; ``verbose=True`` prints the generated source.
+    - ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
+      ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
+      a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
+    - ``cooperative=True``: a cooperative launch (inferred when the body syncs the grid); ``cluster``:
+      thread-block clusters (threadgroups per cluster, compute capability 9.0+).
+
+    Wrong keywords, types or values raise ``jk.ArgumentTypeError`` / ``jk.ArgumentError`` naming the argument.
+    ``kernel.source(...)``, ``kernel.entry_name(...)`` and ``kernel.compile(...)`` take the call's keywords and
+    need no GPU; ``kernel.attributes(...)`` reports registers and occupancy; ``kernel.vjp`` attaches a backward.
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",

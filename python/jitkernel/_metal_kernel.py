@@ -49,13 +49,18 @@ def _math_mode(compile_options) -> str:
 
 
 class MetalKernelFunction(KernelFront):
-    """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments::
+    """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
                init_value=None, verbose=False, stream=None, outputs=None)
 
-    Returns the outputs as a list in output_names order (a dict in the dict form). ``grid`` counts threads
-    (Metal's dispatchThreads); ``verbose=True`` prints the generated source as MLX does; ``stream`` must be None.
+    Returns the outputs as a list in output_names order (a dict in the dict form, where ``inputs``,
+    ``output_shapes``, ``output_dtypes`` and ``outputs`` are dicts keyed by name). ``grid`` counts threads
+    (Metal's dispatchThreads) and ``threadgroup`` is the threads per threadgroup; ``template``, ``init_value`` and
+    ``outputs`` work as in ``cuda_kernel``; ``verbose=True`` prints the generated source as MLX does; ``stream``
+    must be None (Metal kernels run on jitkernel's own command queue). Calling needs macOS on Apple silicon
+    (``jk.MetalNotAvailableError`` elsewhere, after the arguments are checked); ``kernel.source(...)``,
+    ``kernel.kernel_name(...)`` and ``kernel.buffers(...)`` work on any OS.
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
@@ -110,6 +115,7 @@ class MetalKernelFunction(KernelFront):
         def __call__(self, *args, inputs=REQUIRED, output_shapes=None, output_dtypes=None, grid=REQUIRED,
                      threadgroup=REQUIRED, template=None, init_value=None, verbose=False, stream=None, outputs=None,
                      **unknown):
+            """Runs the kernel (keyword arguments only, see the class); returns the outputs, a list or a dict."""
             if args or unknown or inputs is REQUIRED or grid is REQUIRED or threadgroup is REQUIRED:
                 bad_call("MetalKernelFunction.__call__", args, unknown,
                          dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
