@@ -25,9 +25,14 @@ def _marked_lines(name: str) -> set:
         return {n for n, line in enumerate(f, 1) if re.search(r"#\s*mistake\s*$", line)}
 
 
+STUB = os.path.join(os.path.dirname(jitkernel.__file__), "_core.pyi")
+
+
 @pytest.fixture
 def samples(tmp_path):
     """The samples copied to a folder of their own (checkers read the installed jitkernel, not the source tree)."""
+    if not os.path.exists(STUB):  # the samples use the extension's types (jk.Array, dtypes' attributes)
+        pytest.skip("jitkernel was built with JITKERNEL_STUBS=OFF (no _core.pyi)")
     for name in ("good_usage.py", "bad_usage.py"):
         shutil.copy(os.path.join(SAMPLES, name), tmp_path / name)
     return tmp_path
@@ -69,16 +74,13 @@ def test_basedpyright_accepts_good_calls_and_reports_bad_ones(samples):
 
 def test_extension_stub_is_installed_and_valid(samples):
     """The build installs jitkernel/_core.pyi (nanobind's stubgen); both checkers accept it as it is."""
-    stub = os.path.join(os.path.dirname(jitkernel.__file__), "_core.pyi")
-    if not os.path.exists(stub):
-        pytest.skip("jitkernel was built with JITKERNEL_STUBS=OFF (no _core.pyi)")
-    with open(stub, encoding="utf-8") as f:
+    with open(STUB, encoding="utf-8") as f:
         text = f.read()
     for declaration in ("class DType:", "class Array:", "class CudaKernelBase:", "def dtype_from_name(name: str) "
                         "-> DType | None", "float32: DType", "def inspect_binary("):
         assert declaration in text, declaration
     os.makedirs(samples / "jitkernel")
-    shutil.copy(stub, samples / "jitkernel" / "_core.pyi")
+    shutil.copy(STUB, samples / "jitkernel" / "_core.pyi")
     if importlib.util.find_spec("mypy") is not None:
         proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "jitkernel/_core.pyi"],
                               capture_output=True, text=True, cwd=samples, timeout=300)
