@@ -217,7 +217,7 @@ class MetalKernel:
         self._output_dtypes = dict(output_dtypes)
         self._grid = grid
         self._threadgroup = threadgroup
-        self._template = None
+        self._template: dict[str, Any] | None = None
         self._init_value = init_value
         self._verbose = bool_arg(verbose, "verbose")
 
