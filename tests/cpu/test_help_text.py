@@ -93,3 +93,12 @@ def test_help_errors(error, sentence):
     keywords = {jk.ArgumentError: ["e.argument", "str(e)"], jk.ArgumentTypeError: ["e.argument"],
                 jk.CompileError: ["log", "source"]}.get(error, [])
     _check(_help(error), keywords + [error.__name__], [sentence])
+
+
+def test_help_of_the_call_names_every_call_keyword():
+    from jitkernel import _core
+    text = pydoc.render_doc(jk.cuda_kernel(name="k", input_names=["a"], output_names=["o"], source="").__call__,
+                            renderer=pydoc.plaintext)
+    assert "Launches the kernel" in text
+    for keyword in _core._call_keywords:
+        assert keyword in text, keyword
