@@ -202,14 +202,15 @@ def _unique_keys(pairs):
 def read_bundle(path, max_bytes: int = MAX_TOTAL_BYTES) -> tuple:
     """(jitkernel version, [(name, entry bytes)]) of the bundle at ``path``, every check passed (BundleError)."""
     path = os.fspath(path)
-    try:
-        f = open(path, "rb")
+    try:  # non-blocking: a FIFO or device in its place is refused, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise BundleError(f"{path}: cannot be read ({e.strerror or e})") from None
-    with f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise BundleError(f"{path}: not a regular file")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BundleError(f"{path}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
         head, version, members = _manifest(path, f, st.st_size, max_bytes)
         whole = hashlib.sha256(head)
         whole.update(hashlib.sha256(head).digest())
