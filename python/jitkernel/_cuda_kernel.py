@@ -9,7 +9,7 @@ without names, the engine per name set (``_call_general``, shared with the Metal
 """
 from __future__ import annotations
 
-from . import _core, _kernel_record, _traced_call
+from . import _core, _kernel_record, _precompile, _traced_call
 from ._errors import ArgumentError, ArgumentTypeError
 from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
 
@@ -112,6 +112,14 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         self._has_vjp = True
         _kernel_record.kernel_spec(self)
         return backward
+
+    def _call_general(self, *call):
+        """The Python path of a call (kernels made without names, traced calls); while ``jk.precompile`` runs,
+        every call comes here (cpp/bindings/cuda_kernel.cpp) and compiles instead of launching."""
+        session = _precompile.session
+        if session is not None:
+            return session.call(self, *call)
+        return KernelFront._call_general(self, *call)
 
     @property
     def _impl(self):
