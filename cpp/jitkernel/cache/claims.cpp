@@ -77,7 +77,8 @@ Holder::State judge(const std::string& text, std::int64_t age) {
       pid <= 0)
     return age > kUnwrittenNs ? Holder::Stale : Holder::Live;
   if (host != host_id()) return Holder::Live;  // only the bound tells
-  if (pid == ::getpid()) return Holder::Ours;
+  if (pid == ::getpid())  // this process, or a dead one that had its pid
+    return start == 0 || start == start_time(pid).value_or(0) ? Holder::Ours : Holder::Stale;
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return Holder::Stale;
   const std::optional<unsigned long long> now = start_time(pid);
   return now && start != 0 && *now != start ? Holder::Stale : Holder::Live;
