@@ -225,28 +225,14 @@ enum class Where { None, Folder, Tier };
 // Looks `key` up in the folder (when readable), then in each usable tier in
 // order; `bad` tells whether a bad entry was found on the way.
 Where lookup(const Config& c, const Key& key, std::string& payload, bool& bad) {
-  if (c.readable) {
-    switch (read_entry(c.entries, key, c.max_bytes, payload)) {
-      case Read::Hit:
-        return Where::Folder;
-      case Read::Bad:
-        bad = true;
-        break;
-      case Read::Missing:
-        break;
-    }
-  }
+  auto found = [&](const std::string& folder, Folders whose) {
+    const Read read = read_entry(folder, key, c.max_bytes, payload, whose);
+    bad = bad || read == Read::Bad;
+    return read == Read::Hit;
+  };
+  if (c.readable && found(c.entries, Folders::Own)) return Where::Folder;
   for (const Tier& t : c.tiers) {
-    if (!t.problem.empty()) continue;
-    switch (read_entry(t.entries, key, c.max_bytes, payload, Folders::ReadOnly)) {
-      case Read::Hit:
-        return Where::Tier;
-      case Read::Bad:
-        bad = true;
-        break;
-      case Read::Missing:
-        break;
-    }
+    if (t.problem.empty() && found(t.entries, Folders::ReadOnly)) return Where::Tier;
   }
   return Where::None;
 }
