@@ -80,7 +80,7 @@ def test_tier_is_never_modified_by_clear_or_eviction(tier, tmp_path, monkeypatch
     entry_size = entries(tier)[0].stat().st_size
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "writable"))
     monkeypatch.setenv("JITKERNEL_CACHE_READONLY_DIRS", str(tier))
-    monkeypatch.setenv("JITKERNEL_CACHE_MAX_BYTES", str(entry_size * 3 // 2 + 4096))  # about one entry fits
+    monkeypatch.setenv("JITKERNEL_CACHE_MAX_BYTES", str(entry_size * 3 // 2))  # one entry fits, not two
     _core._cache_reset()
     try:
         for factor in (2, 3, 4, 5, 2, 4, 5):
