@@ -19,7 +19,6 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Tuple
 
 from . import _core
 
@@ -61,7 +60,7 @@ class CacheInfo:
     corrupt: int  # misses that found a damaged or foreign entry (it is replaced)
     stores: int  # entries this process wrote
     evictions: int  # entries this process removed to stay under max_bytes
-    readonly: Tuple[ReadOnlyTier, ...] = ()  # JITKERNEL_CACHE_READONLY_DIRS, in lookup order
+    readonly: tuple[ReadOnlyTier, ...] = ()  # JITKERNEL_CACHE_READONLY_DIRS, in lookup order
     readonly_hits: int = 0  # hits (counted in hits too) answered by a read-only tier
     claims: bool = False  # processes wait for another's compile of the same kernel (JITKERNEL_CACHE_CLAIM)
     claim_wait_seconds: float = 0.0  # how long at most (JITKERNEL_CACHE_CLAIM_WAIT)
