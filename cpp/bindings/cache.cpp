@@ -1,7 +1,8 @@
 // The compile cache from Python: info / clear / path for jitkernel.cache_info()
 // and `python -m jitkernel cache`, the warning hook that turns the core's
 // cache warnings into Python warnings (python/jitkernel/_cache.py installs
-// it), and internal helpers the tests use (SHA-256, compile keys, reset).
+// it), and internal helpers the tests use (SHA-256, compile keys, reset, a
+// read failing like on a network file system).
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "hooks.hpp"
 #include "jitkernel/cache/compile_key.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
+#include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
@@ -75,6 +77,22 @@ nb::dict info_dict() {
   d["corrupt"] = info.corrupt;
   d["stores"] = info.stores;
   d["evictions"] = info.evictions;
+  nb::list tiers;
+  for (const cache::TierInfo& t : info.readonly) {
+    nb::dict tier;
+    tier["path"] = t.directory;
+    tier["used"] = t.problem.empty();
+    tier["reason"] = t.problem;
+    tier["entries"] = t.entries;
+    tier["bytes"] = t.bytes;
+    tiers.append(tier);
+  }
+  d["readonly"] = tiers;
+  d["readonly_hits"] = info.readonly_hits;
+  d["claims"] = info.claims;
+  d["claim_wait_seconds"] = info.claim_wait_seconds;
+  d["claim_waits"] = info.claim_waits;
+  d["claim_timeouts"] = info.claim_timeouts;
   return d;
 }
 
@@ -126,6 +144,9 @@ void bind(nb::module_& m) {
         "The compile cache folder when it is in use, else None.");
   m.def("_cache_reset", &cache::reset,
         "Reads JITKERNEL_CACHE* again on next use and forgets counters and warnings (internal).");
+  m.def("_cache_fail_next_read", &cache::fail_next_read, "errno"_a,
+        "The compile cache's next file read fails with this errno, as on a network file system "
+        "(internal, tests).");
   m.def("_cache_set_warning_hook", &set_warning_hook, "hook"_a.none(),
         "Installs hook(message) for the compile cache's warnings (internal).");
   m.def(

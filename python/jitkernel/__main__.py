@@ -1,10 +1,10 @@
 """Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
-locates the compile cache folder; `cache export|import FILE` writes or reads a bundle of its entries (_bundle.py).
-`python -m jitkernel precompile --arch sm_80,sm_90a (--calls module:function | --record FILE)` compiles kernels into
-the cache ahead of time, without a GPU (_precompile.py). `python -m jitkernel --version` prints the version;
-`doctor --json` prints the doctor's report as JSON.
+locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
+reads a bundle of its entries (_bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
+module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_precompile.py).
+`python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON.
 """
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ def cache(action: str, args=None) -> int:
         return bundle(action, args)
     if action == "path":
         print(jk.cache_path())
+        for tier in jk.cache_info().readonly:  # then the read-only tiers, in lookup order (when set)
+            print(f"read-only: {tier.path}")
         return 0
     if action == "clear":
         from jitkernel import _core
@@ -87,6 +89,10 @@ def cache(action: str, args=None) -> int:
     print(f"enabled: {'yes' if info.enabled else 'no (' + info.disabled_reason + ')'}")
     print(f"entries: {info.entries}")
     print(f"size: {_size(info.bytes)} of at most {_size(info.max_bytes)}")
+    for tier in info.readonly:
+        state = f"{tier.entries} entries, {_size(tier.bytes)}" if tier.used else f"not used: {tier.reason}"
+        print(f"read-only: {tier.path} ({state})")
+    print(f"claims: {'on, waiting up to ' + format(info.claim_wait_seconds, 'g') + ' s' if info.claims else 'off'}")
     return 0
 
 

@@ -7,6 +7,11 @@ calling NVRTC: ``$JITKERNEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitkernel`` or `
 everything it stores (default 1 GiB, e.g. ``512M``); least recently used entries are evicted. The cache lives in the C++ core
 (cpp/jitkernel/cache/); when it cannot be used (a folder another user owns or others may write to, a read-only or
 full disk) kernels are kept in memory only and a ``CacheWarning`` is issued once per cause and process.
+
+``JITKERNEL_CACHE_READONLY_DIRS`` (``:``-separated) names read-only tiers looked in after that folder (a shared file
+system, an image layer), never written to; processes starting together on an empty folder compile each kernel about
+once (claims: ``JITKERNEL_CACHE_CLAIM=0`` turns them off, ``JITKERNEL_CACHE_CLAIM_WAIT`` bounds the wait, default
+30 s). See docs/cache_tiers.md.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 
 from . import _core
 
-__all__ = ["CacheInfo", "CacheWarning", "cache_info", "cache_path", "clear_cache"]
+__all__ = ["CacheInfo", "CacheWarning", "ReadOnlyTier", "cache_info", "cache_path", "clear_cache"]
 
 
 class CacheWarning(RuntimeWarning):
@@ -27,6 +32,17 @@ class CacheWarning(RuntimeWarning):
 
 
 CacheWarning.__module__ = "jitkernel"
+
+
+@dataclass(frozen=True)
+class ReadOnlyTier:
+    """A folder of ``JITKERNEL_CACHE_READONLY_DIRS``: looked in after the writable folder, never written to."""
+
+    path: str
+    used: bool  # it passed the checks (a directory only its owner may write to, with a "kernels" subfolder)
+    reason: str  # why not, when not used
+    entries: int  # compiled kernels in it now
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -44,11 +60,20 @@ class CacheInfo:
     corrupt: int  # misses that found a damaged or foreign entry (it is replaced)
     stores: int  # entries this process wrote
     evictions: int  # entries this process removed to stay under max_bytes
+    readonly: tuple[ReadOnlyTier, ...] = ()  # JITKERNEL_CACHE_READONLY_DIRS, in lookup order
+    readonly_hits: int = 0  # hits (counted in hits too) answered by a read-only tier
+    claims: bool = False  # processes wait for another's compile of the same kernel (JITKERNEL_CACHE_CLAIM)
+    claim_wait_seconds: float = 0.0  # how long at most (JITKERNEL_CACHE_CLAIM_WAIT)
+    claim_waits: int = 0  # lookups that waited for another process's compile (a hit when it stored the kernel)
+    claim_timeouts: int = 0  # ... and gave up after claim_wait_seconds (then compiled themselves)
 
 
 def cache_info() -> CacheInfo:
-    """Where the compile cache is, whether it is in use, how big it is, and this process's hits and misses."""
-    return CacheInfo(**_core._cache_info())
+    """Where the compile cache is, whether it is in use, how big it is, its read-only tiers, and this process's hits
+    and misses."""
+    info = _core._cache_info()
+    info["readonly"] = tuple(ReadOnlyTier(**tier) for tier in info["readonly"])
+    return CacheInfo(**info)
 
 
 def clear_cache() -> int:

@@ -111,7 +111,7 @@ std::vector<Folder> open_folders(const std::string& directory) {
   return folders;
 }
 
-void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>& out) {
+void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>& out, bool tidy) {
   if (!folder.ok()) return;
   const int copy = ::dup(folder.fd());  // fdopendir takes the descriptor it is given
   if (copy < 0) return;
@@ -133,7 +133,7 @@ void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>&
     if (::fstatat(folder.fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       continue;
     const std::int64_t age = now - mtime_ns(st);
-    if (temp && age > kStaleTempSeconds * kSecond) {
+    if (tidy && temp && age > kStaleTempSeconds * kSecond) {
       ::unlinkat(folder.fd(), e->d_name, 0);
       continue;
     }

@@ -63,9 +63,11 @@ struct CacheFile {
 
 // Appends the entries and temp files (by name; regular files only, never
 // following a link) of `folder` to `out`, each with `index` as its folder;
-// removes temp files older than an hour (left over from a crashed writer).
-// Files that vanish meanwhile are skipped.
-void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>& out);
+// removes temp files older than an hour (left over from a crashed writer)
+// when `tidy` (never in a read-only tier). Files that vanish meanwhile are
+// skipped.
+void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>& out,
+                bool tidy = true);
 
 // a + b, or the largest value when that overflows.
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b);

@@ -35,12 +35,16 @@ std::string home_folder() {
   return "";
 }
 
-std::string absolute(const std::string& path) {
+}  // namespace
+
+std::string absolute_path(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
   std::vector<char> cwd(4096);
   if (::getcwd(cwd.data(), cwd.size()) == nullptr) return path;
   return std::string(cwd.data()) + "/" + path;
 }
+
+namespace {
 
 // mkdir -p with mode 0700 for what it creates (for a `path` that stat did
 // not find); "" or the error.
@@ -59,11 +63,31 @@ std::string make_folders(const std::string& path) {
   }
 }
 
+// Why a folder with status `st` is not usable ("" when it is): not a
+// directory, owned by another user (when `owned`), writable by group/others.
+std::string folder_problem(const struct stat& st, bool owned) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link, not a directory";
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  if (owned && st.st_uid != geteuid())
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return std::string("writable by ") + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
+           " (mode " + mode + ")" +
+           (owned ? "; make it private with chmod 700"
+                  : ": whoever may write there could plant binaries; make it writable by its "
+                    "owner only (chmod go-w)");
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string directory_from_environment() {
   std::string dir = env("JITKERNEL_CACHE_DIR");
-  if (!dir.empty()) return absolute(dir);
+  if (!dir.empty()) return absolute_path(dir);
 #if defined(__APPLE__)
   std::string home = home_folder();
   return home.empty() ? "" : home + "/Library/Caches/jitkernel";
@@ -86,18 +110,14 @@ std::string prepare_private_folder(const std::string& path, bool create, LinkPol
     if (!problem.empty()) return problem;
     if (status(st) != 0) return errno_text(errno);
   }
-  if (S_ISLNK(st.st_mode)) return "a symbolic link, not a directory";
-  if (!S_ISDIR(st.st_mode)) return "not a directory";
-  if (st.st_uid != geteuid())
-    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(geteuid()) + ")";
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    return std::string("writable by ") + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
-           " (mode " + mode + "); make it private with chmod 700";
-  }
-  return "";
+  return folder_problem(st, true);
+}
+
+std::string check_readonly_folder(const std::string& path, LinkPolicy links) {
+  struct stat st;
+  if ((links == LinkPolicy::Follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0)
+    return errno_text(errno);
+  return folder_problem(st, false);
 }
 
 }  // namespace jk::cache

@@ -1,5 +1,6 @@
 // The cache folder on disk: where it is (environment and platform
-// conventions) and whether it is safe to use (a private folder of this user).
+// conventions) and whether it is safe to use (a private folder of this user;
+// for a read-only tier, a folder only its owner may write to).
 #pragma once
 
 #include <string>
@@ -24,5 +25,13 @@ enum class LinkPolicy { Follow, Refuse };
 // user (uid 1000)", "cannot create it: Read-only file system", ...).
 std::string prepare_private_folder(const std::string& path, bool create,
                                    LinkPolicy links = LinkPolicy::Follow);
+
+// Whether `path` may be read as a read-only tier (tiers.hpp): a directory
+// (not a link, with LinkPolicy::Refuse) that neither its group nor others may
+// write to; any owner. Returns "" when it may, else why not.
+std::string check_readonly_folder(const std::string& path, LinkPolicy links);
+
+// `path` made absolute against the working directory.
+std::string absolute_path(const std::string& path);
 
 }  // namespace jk::cache

@@ -2,7 +2,9 @@
 // environment (resolved once per process), the warnings, and the public
 // calls, over the folder's files (cache_files.hpp), entry reads and writes
 // (entry_io.hpp) and the size cap (eviction.hpp); records (small payloads
-// that are not code) share the entry format and code in a folder of their own.
+// that are not code) share the entry format and code in a folder of their own;
+// read-only tiers (tiers.hpp) are only ever read; claims (claims.hpp) keep
+// processes starting together from compiling the same kernel each.
 //
 // Concurrency without locks between processes: a writer renames a complete
 // temp file over the entry, so a reader opens either the old or the new file,
@@ -37,6 +39,7 @@
 #include "jitkernel/cache/eviction.hpp"
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/settings.hpp"
+#include "jitkernel/cache/tiers.hpp"
 
 namespace jk::cache {
 namespace {
@@ -52,10 +55,14 @@ struct Config {
   std::string disabled_reason;  // when not readable
   std::string write_problem;    // why writable turned off (under State::mutex)
   std::uint64_t max_bytes = kDefaultMaxBytes;
+  std::vector<Tier> tiers;      // read-only, looked in after the folder
+  bool claims = true;           // JITKERNEL_CACHE_CLAIM
+  std::int64_t claim_wait_ns = kDefaultClaimWaitNs;
 };
 
 struct Counters {
   std::atomic<std::uint64_t> hits{0}, misses{0}, corrupt{0}, stores{0}, evictions{0};
+  std::atomic<std::uint64_t> readonly_hits{0}, claim_waits{0}, claim_timeouts{0};
 };
 
 struct State {
@@ -96,6 +103,26 @@ void emit(const std::vector<Warning>& warnings) {
 
 constexpr const char* kMemoryOnly = "compiled kernels are kept in memory only";
 
+void read_claim_settings(Config& c, std::vector<Warning>& warnings) {
+  const char* claim = std::getenv("JITKERNEL_CACHE_CLAIM");
+  if (std::optional<bool> on = parse_enabled(claim)) {
+    c.claims = *on;
+  } else {
+    warnings.push_back({"JITKERNEL_CACHE_CLAIM", std::string("JITKERNEL_CACHE_CLAIM='") + claim +
+                                                     "' is not 0 or 1; compile claims stay on"});
+  }
+  if (const char* wait = std::getenv("JITKERNEL_CACHE_CLAIM_WAIT"); wait != nullptr && *wait) {
+    if (std::optional<std::int64_t> ns = parse_seconds(wait)) {
+      c.claim_wait_ns = *ns;
+    } else {
+      warnings.push_back({"JITKERNEL_CACHE_CLAIM_WAIT",
+                          std::string("JITKERNEL_CACHE_CLAIM_WAIT='") + wait +
+                              "' is not a number of seconds (e.g. 30, 0.5; at most a day); "
+                              "waiting at most 30 s for another process's compile"});
+    }
+  }
+}
+
 std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
   auto c = std::make_shared<Config>();
   c->directory = directory_from_environment();
@@ -116,9 +143,19 @@ std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
                               "default of 1 GiB"});
     }
   }
+  read_claim_settings(*c, warnings);
   if (enabled == false) {
     c->disabled_reason = "turned off by JITKERNEL_CACHE=0";
     return c;
+  }
+  if (const char* dirs = std::getenv("JITKERNEL_CACHE_READONLY_DIRS"); dirs != nullptr) {
+    c->tiers = readonly_tiers(dirs, c->directory);
+    for (const Tier& t : c->tiers) {
+      if (t.problem.empty()) continue;
+      warnings.push_back({"tier " + t.directory, "the read-only compile cache folder " + t.directory +
+                                                     " (JITKERNEL_CACHE_READONLY_DIRS) is not used: " +
+                                                     t.problem});
+    }
   }
   if (c->directory.empty()) {
     c->disabled_reason = "no home folder to put it in (set JITKERNEL_CACHE_DIR)";
@@ -179,6 +216,41 @@ void entry_not_stored(const std::string& path, const std::string& what, int erro
                       "are still stored"}});
 }
 
+bool any_tier(const Config& c) {
+  return std::any_of(c.tiers.begin(), c.tiers.end(), [](const Tier& t) { return t.problem.empty(); });
+}
+
+enum class Where { None, Folder, Tier };
+
+// Looks `key` up in the folder (when readable), then in each usable tier in
+// order; `bad` tells whether a bad entry was found on the way.
+Where lookup(const Config& c, const Key& key, std::string& payload, bool& bad) {
+  auto found = [&](const std::string& folder, Folders whose) {
+    const Read read = read_entry(folder, key, c.max_bytes, payload, whose);
+    bad = bad || read == Read::Bad;
+    return read == Read::Hit;
+  };
+  if (c.readable && found(c.entries, Folders::Own)) return Where::Folder;
+  for (const Tier& t : c.tiers) {
+    if (t.problem.empty() && found(t.entries, Folders::ReadOnly)) return Where::Tier;
+  }
+  return Where::None;
+}
+
+// Counts one load's answer: a hit (from a tier or not), else a miss (a
+// corrupt one when a bad entry was found).
+std::optional<std::string> answer(Where where, bool bad, std::string& payload) {
+  Counters& counters = state().counters;
+  if (where == Where::None) {
+    if (bad) counters.corrupt++;
+    counters.misses++;
+    return std::nullopt;
+  }
+  counters.hits++;
+  if (where == Where::Tier) counters.readonly_hits++;
+  return std::move(payload);
+}
+
 }  // namespace
 
 std::optional<std::string> active_directory() {
@@ -192,21 +264,30 @@ std::string configured_directory() { return config()->directory; }
 std::optional<std::string> load(const Key& key) {
   StageTimer timer(Stage::DiskLookup);
   std::shared_ptr<Config> c = config();
-  if (!c->readable) return std::nullopt;
-  Counters& counters = state().counters;
+  if (!c->readable && !any_tier(*c)) return std::nullopt;
   std::string payload;
-  switch (read_entry(c->entries, key, c->max_bytes, payload)) {
-    case Read::Hit:
-      counters.hits++;
-      return payload;
-    case Read::Bad:
-      counters.corrupt++;
-      break;
-    case Read::Missing:
-      break;
+  bool bad = false;
+  const Where where = lookup(*c, key, payload, bad);
+  return answer(where, bad, payload);
+}
+
+std::optional<std::string> load_or_claim(const Key& key, Claim& claim) {
+  StageTimer timer(Stage::DiskLookup);
+  std::shared_ptr<Config> c = config();
+  if (!c->readable && !any_tier(*c)) return std::nullopt;
+  std::string payload;
+  bool bad = false;
+  Where where = lookup(*c, key, payload, bad);
+  if (where == Where::None && c->readable && c->writable && c->claims) {
+    const Claimed claimed = claim_or_wait(
+        c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
+        [&] { return read_entry(c->entries, key, c->max_bytes, payload) == Read::Hit; }, claim);
+    Counters& counters = state().counters;
+    if (claimed.waited) counters.claim_waits++;
+    if (claimed.timed_out) counters.claim_timeouts++;
+    if (claimed.outcome == Claimed::Found) where = Where::Folder;
   }
-  counters.misses++;
-  return std::nullopt;
+  return answer(where, bad, payload);
 }
 
 void store(const Key& key, std::string_view payload) {
@@ -295,7 +376,24 @@ Info info() {
       out.bytes = saturating_add(out.bytes, f.size);
     }
   }
+  for (const Tier& t : c->tiers) {
+    TierInfo tier{t.directory, t.problem};
+    if (t.problem.empty()) {
+      std::vector<CacheFile> files;
+      list_files(Folder(t.entries), kEntries, files, false);
+      for (const CacheFile& f : files) {
+        if (!f.temp) tier.entries++;
+        tier.bytes = saturating_add(tier.bytes, f.size);
+      }
+    }
+    out.readonly.push_back(std::move(tier));
+  }
+  out.claims = c->claims && out.enabled;
+  out.claim_wait_seconds = double(c->claim_wait_ns) / 1e9;
   const Counters& counters = state().counters;
+  out.readonly_hits = counters.readonly_hits;
+  out.claim_waits = counters.claim_waits;
+  out.claim_timeouts = counters.claim_timeouts;
   out.hits = counters.hits;
   out.misses = counters.misses;
   out.corrupt = counters.corrupt;
@@ -332,6 +430,9 @@ void reset() {
   s.counters.corrupt = 0;
   s.counters.stores = 0;
   s.counters.evictions = 0;
+  s.counters.readonly_hits = 0;
+  s.counters.claim_waits = 0;
+  s.counters.claim_timeouts = 0;
 }
 
 void set_warning_handler(WarningHandler handler) {

@@ -8,8 +8,17 @@
 // JITKERNEL_CACHE=0 disables it; JITKERNEL_CACHE_MAX_BYTES caps the size of
 // everything it stores (default 1 GiB; a store first evicts least recently
 // used entries to make room, also with concurrent writers: see make_room in
-// eviction.hpp). The environment is read on first use (and again after
-// reset()).
+// eviction.hpp). JITKERNEL_CACHE_READONLY_DIRS (':'-separated) names
+// read-only tiers looked in after the folder, never written (tiers.hpp).
+// JITKERNEL_CACHE_CLAIM=0 turns off compile claims between processes, and
+// JITKERNEL_CACHE_CLAIM_WAIT bounds how long one waits for another's
+// compile (claims.hpp). The environment is read on first use (and again
+// after reset()).
+//
+// Network file systems: entries are published by rename, a read that fails
+// because the file or its handle went away (ENOENT, ESTALE, EIO) is a plain
+// miss without a warning, and nothing relies on another host seeing a
+// rename at once (a claim's waiter gives up after its bound).
 //
 // Never an error: a folder that cannot be used (owned by another user,
 // writable by group/others, not creatable) or a write that fails (read-only
@@ -30,7 +39,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "jitkernel/cache/claims.hpp"
 #include "jitkernel/cache/sha256.hpp"
 
 namespace jk::cache {
@@ -49,9 +60,17 @@ std::optional<std::string> active_directory();
 // folder to derive it from.
 std::string configured_directory();
 
-// The payload stored under `key`, or nullopt (no entry, a bad entry, disk
-// cache off). A hit marks the entry recently used.
+// The payload stored under `key` in the folder, else in the first read-only
+// tier that has a valid entry, or nullopt (no entry, a bad entry, disk cache
+// off). A hit in the folder marks the entry recently used.
 std::optional<std::string> load(const Key& key);
+
+// load(), and on a miss when claims are on (and the folder is writable):
+// waits for another process compiling `key` (its entry is then returned), or
+// claims it: nullopt with `claim` held, which the caller drops after
+// compiling and storing (or failing). nullopt with no claim held: compile
+// without one (claims off, waited in vain). Counted once: a hit or a miss.
+std::optional<std::string> load_or_claim(const Key& key, Claim& claim);
 
 // Stores `payload` under `key` (atomic replace), evicting least recently
 // used entries first so that everything stored stays within the cap (not
@@ -74,6 +93,14 @@ void store(const Key& key, std::string_view payload);
 std::optional<std::string> load_record(const Key& key);
 void store_record(const Key& key, std::string_view payload);
 
+// A read-only tier as info() reports it.
+struct TierInfo {
+  std::string directory;
+  std::string problem;          // why it is not used ("" when it is)
+  std::uint64_t entries = 0;    // entry files in it now
+  std::uint64_t bytes = 0;
+};
+
 struct Info {
   std::string directory;        // configured_directory()
   bool enabled = false;         // active_directory() has a value
@@ -89,10 +116,17 @@ struct Info {
   std::uint64_t corrupt = 0;
   std::uint64_t stores = 0;
   std::uint64_t evictions = 0;
+  std::vector<TierInfo> readonly;      // JITKERNEL_CACHE_READONLY_DIRS, in order
+  std::uint64_t readonly_hits = 0;     // hits (counted in hits) from a read-only tier
+  bool claims = false;                 // compile claims are on
+  double claim_wait_seconds = 0;       // JITKERNEL_CACHE_CLAIM_WAIT
+  std::uint64_t claim_waits = 0;       // loads that waited for another process's compile
+  std::uint64_t claim_timeouts = 0;    // ... and gave up after the bound (a miss)
 };
 Info info();
 
-// Removes every entry, record and temp file of jitkernel's from the folder:
+// Removes every entry, record and temp file of jitkernel's from the folder
+// (never from a read-only tier):
 // files named like them that are regular files starting with the entry magic
 // (temp files: by name), never a link (nor a subfolder that is one) nor any
 // other file; returns how many entries and records were removed. Works on the

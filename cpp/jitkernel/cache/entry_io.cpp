@@ -59,7 +59,8 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
     // failed is this entry's name, unless the disk itself reports trouble.
     // ENOENT: clear() removed the temp file meanwhile.
     const int e = errno;
-    const Write result = e == ENOENT                                             ? Write::NoRoom
+    // ESTALE: a network file system lost the folder's handle; skipped silently.
+    const Write result = e == ENOENT || e == ESTALE                              ? Write::NoRoom
                          : e == EROFS || e == ENOSPC || e == EDQUOT || e == EIO ? Write::Failed
                                                                                  : Write::EntryInTheWay;
     errno = e;
@@ -68,8 +69,16 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
   return Write::Stored;
 }
 
+namespace {
+
+// A read error that means the file is gone (or, on a network file system,
+// unreachable for now) rather than damaged.
+bool vanished(int error) { return error == ENOENT || error == ESTALE || error == EIO; }
+
+}  // namespace
+
 Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_bytes,
-                std::string& payload) {
+                std::string& payload, Folders whose) {
   const std::string path = folder + "/" + entry_name(key);
   Fd fd;
   struct stat st;
@@ -81,12 +90,13 @@ Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_
     case OpenedAs::File:
       break;
   }
+  if (whose == Folders::ReadOnly && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return Read::Bad;
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   EntryHeaderBytes header;
-  if (size < kEntryHeaderSize || size > max_bytes ||
-      !read_at(fd.get(), header.data(), header.size(), 0) ||
-      check_entry_header(header, key, size) != nullptr)
-    return Read::Bad;
+  if (size < kEntryHeaderSize || size > max_bytes) return Read::Bad;
+  if (!read_at(fd.get(), header.data(), header.size(), 0))
+    return vanished(errno) ? Read::Missing : Read::Bad;
+  if (check_entry_header(header, key, size) != nullptr) return Read::Bad;
   try {
     payload.resize(static_cast<std::size_t>(size - kEntryHeaderSize));
   } catch (const std::bad_alloc&) {
@@ -95,11 +105,13 @@ Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_
     return Read::Bad;
   }
   // read_at fails when the file shrank since the fstat.
-  if (!read_at(fd.get(), payload.data(), payload.size(), kEntryHeaderSize) ||
-      !payload_matches(header, payload))
-    return Read::Bad;
-  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
-  ::futimens(fd.get(), times);
+  if (!read_at(fd.get(), payload.data(), payload.size(), kEntryHeaderSize))
+    return vanished(errno) ? Read::Missing : Read::Bad;
+  if (!payload_matches(header, payload)) return Read::Bad;
+  if (whose == Folders::Own) {
+    const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    ::futimens(fd.get(), times);
+  }
   return Read::Hit;
 }
 

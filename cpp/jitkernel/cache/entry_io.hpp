@@ -34,13 +34,21 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
 
 enum class Read { Hit, Missing, Bad };
 
+// Whose folder an entry is read from: the writable folder's hits are marked
+// recently used; a read-only tier (tiers.hpp) is never modified, and its
+// entry files must not be writable by group or others (else Bad).
+enum class Folders { Own, ReadOnly };
+
 // Reads the entry for `key` in `folder` into `payload` (checked against its
-// header and checksum); a hit marks it recently used (the owner may always
-// set times to now). Never blocks on what is in the entry's place, and never
-// allocates more than the file's real size, which must be at most
-// `max_bytes` (an entry larger than the cap could not have been stored under
-// it) and agree with the header's payload size.
+// header and checksum); a hit in our own folder marks it recently used (the
+// owner may always set times to now). Never blocks on what is in the entry's
+// place, and never allocates more than the file's real size, which must be
+// at most `max_bytes` (an entry larger than the cap could not have been
+// stored under it) and agree with the header's payload size. A read that
+// fails because the file went away or its server lost it (ENOENT, ESTALE,
+// EIO: another process removed it, or a network file system) is Missing,
+// not Bad: a plain miss, no warning.
 Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_bytes,
-                std::string& payload);
+                std::string& payload, Folders whose = Folders::Own);
 
 }  // namespace jk::cache

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,18 +27,37 @@ OpenedAs open_for_reading(int dirfd, const char* name, Fd& fd, struct stat& st) 
   } while (raw < 0 && errno == EINTR);
   fd = Fd(raw);
   if (!fd) return OpenedAs::Missing;
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0) {
+    const int error = errno;
+    fd.reset();
+    errno = error;
+    return OpenedAs::Missing;
+  }
+  if (!S_ISREG(st.st_mode)) {
     fd.reset();
     return OpenedAs::NotAFile;
   }
   return OpenedAs::File;
 }
 
+namespace {
+std::atomic<int> injected_read_error{0};
+}  // namespace
+
+void fail_next_read(int error) { injected_read_error = error; }
+
 bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset) {
+  if (injected_read_error.load(std::memory_order_relaxed) != 0) {
+    if (const int error = injected_read_error.exchange(0); error != 0) {
+      errno = error;
+      return false;
+    }
+  }
   auto* p = static_cast<char*>(out);
   while (size > 0) {
     ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = 0;
     if (n <= 0) return false;
     p += n;
     size -= static_cast<std::size_t>(n);

@@ -44,12 +44,18 @@ class Fd {
 enum class OpenedAs {
   File,        // a regular file: `fd` and `st` are set
   Missing,     // could not be opened (none, a symbolic link, no permission)
+               // or not fstat'ed (a stale network file handle); errno set
   NotAFile,    // something else is there (closed again)
 };
 OpenedAs open_for_reading(int dirfd, const char* name, Fd& fd, struct stat& st);
 
-// Reads exactly `size` bytes at `offset`; false on an error or end of file.
+// Reads exactly `size` bytes at `offset`; false on an error (errno set) or
+// end of file (errno 0).
 bool read_at(int fd, void* out, std::size_t size, std::uint64_t offset);
+
+// Tests: the next read_at in this process fails with `error` (0: none), as a
+// network file system's read may (ESTALE, EIO).
+void fail_next_read(int error);
 
 // Writes all `size` bytes at the current position; false (errno set) on error.
 bool write_all(int fd, const void* data, std::size_t size);

@@ -37,4 +37,40 @@ std::optional<std::uint64_t> parse_max_bytes(const std::string& value) {
   return number << shift;
 }
 
+std::optional<std::int64_t> parse_seconds(const std::string& value) {
+  constexpr std::int64_t kSecond = 1000000000, kMaxSeconds = 86400;
+  std::size_t i = 0;
+  std::int64_t seconds = 0;
+  for (; i < value.size() && std::isdigit(static_cast<unsigned char>(value[i])); ++i) {
+    seconds = seconds * 10 + (value[i] - '0');
+    if (seconds > kMaxSeconds) return std::nullopt;
+  }
+  if (i == 0) return std::nullopt;
+  std::int64_t fraction = 0, scale = kSecond;
+  if (i < value.size() && value[i] == '.') {
+    for (++i; i < value.size() && std::isdigit(static_cast<unsigned char>(value[i])); ++i) {
+      if (scale >= 10) {
+        scale /= 10;
+        fraction += (value[i] - '0') * scale;
+      }
+    }
+  }
+  if (i != value.size()) return std::nullopt;
+  const std::int64_t total = seconds * kSecond + fraction;
+  if (total > kMaxSeconds * kSecond) return std::nullopt;
+  return total;
+}
+
+std::vector<std::string> split_folders(const std::string& value) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find(':', start);
+    if (end == std::string::npos) end = value.size();
+    if (end > start) out.push_back(value.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace jk::cache

@@ -3,7 +3,9 @@
 // disk cache (cache/disk_cache.hpp) keyed by cache/compile_key.hpp, which also
 // keys the in-memory cache (so a kernel whose launch plan is built after one
 // of its headers changed is compiled again); a binary is stored only when the
-// key computed again after the compile is unchanged. Each request is
+// key computed again after the compile is unchanged. On a disk miss, a
+// process that finds another compiling the same key waits for its entry
+// rather than compiling it too (cache/claims.hpp). Each request is
 // reported (core/compile_events.hpp) with where its binary came from.
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 
@@ -73,8 +75,10 @@ class Answer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// The disk cache, else `compile` (whose result is stored on disk if
-// `rekey`, the key computed again after the compile, is still `key`). A
+// The disk cache (or another process's compile of the same key, see
+// cache/claims.hpp), else `compile` (whose result is stored on disk if
+// `rekey`, the key computed again after the compile, is still `key`; the
+// claim is dropped after the store, or when the compile throws). A
 // compile whose key cannot cover what it reads (cache/compile_key.hpp)
 // neither uses nor fills the disk cache, with one warning.
 template <typename Rekey, typename Compile>
@@ -88,7 +92,8 @@ Compiled through_disk(const cache::CompileKey& key, const std::string& program_n
     }
     return {compile(), true};
   }
-  if (std::optional<std::string> hit = cache::load(key.digest))
+  cache::Claim claim;
+  if (std::optional<std::string> hit = cache::load_or_claim(key.digest, claim))
     return {std::move(*hit), true, BinarySource::DiskCache};
   Compiled out{compile(), true};
   out.keyed = rekey().digest == key.digest;

@@ -1,0 +1,35 @@
+// Read-only tiers of the disk cache (disk_cache.hpp): folders named by
+// JITKERNEL_CACHE_READONLY_DIRS (a shared file system, an image layer, an
+// unpacked bundle) that a load looks in after the writable folder, in order.
+//
+// What a read-only tier must be, and why. It is never written to: no entry,
+// temp file, claim or mtime touch, no eviction, no clear -- so it need not be
+// ours, and a read-only mount works. It may belong to anyone (root, a deploy
+// user): the user named it, as they name a folder on PATH. But neither its
+// group nor others may write to it or to its "kernels" subfolder (checked
+// once, when the environment is read), nor to an entry file (checked on the
+// opened file at each load): anyone who could write there could plant a
+// binary with a valid checksum (the checksum catches damage, not intent).
+// Entries are read like the writable folder's: no link followed, regular
+// files only, bounded reads, magic, key and checksum verified; a bad one is a
+// miss. A hit is not copied into the writable folder: the tier already
+// answers at the cost of one read, and the node-local folder stays small.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace jk::cache {
+
+struct Tier {
+  std::string directory;  // as configured, made absolute
+  std::string entries;    // directory/kernels
+  std::string problem;    // why it is not used ("" when it is)
+};
+
+// The tiers JITKERNEL_CACHE_READONLY_DIRS (`value`) names, each checked,
+// without duplicates and without `writable` (the writable folder, which is
+// looked in first anyway).
+std::vector<Tier> readonly_tiers(const std::string& value, const std::string& writable);
+
+}  // namespace jk::cache

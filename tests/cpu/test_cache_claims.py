@@ -1,0 +1,194 @@
+"""Compile claims between processes without a GPU: 64 processes started at once on one empty cache folder compile each
+kernel about once (the counts are in the assertion messages) and all get the binary NVRTC makes; a claim never
+blocks beyond its bound: one left by a process killed mid-compile or naming a dead pid is taken over at once, one
+older than the bound is removed, a live one on another host is waited for until the bound, and a compile error in
+the owner makes the waiters compile themselves at once (each gets the real error); JITKERNEL_CACHE_CLAIM=0 turns
+claims off, and bad settings warn once.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import jitkernel as jk
+from _cache_runs import SCRIPT, environment, run
+from _processes import run_together
+from jitkernel import _core
+
+FACTORS = (2, 3, 4)
+# Makes the compile slow (parses CCCL: about a second), so that a process can be killed while it compiles.
+SLOW_HEADER = "#include <cooperative_groups.h>"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """factor -> (SHA-256 of the cubin NVRTC makes without any cache, its entry's name)."""
+    folder = tmp_path_factory.mktemp("reference")
+    plain = run(folder / "none", factors=FACTORS, JITKERNEL_CACHE="0")["shas"]
+    names = []
+    for factor in FACTORS:  # one at a time: the entry each adds is its own
+        before = set(os.listdir(folder / "named" / "kernels")) if (folder / "named").exists() else set()
+        run(folder / "named", factors=(factor,))
+        (added,) = set(os.listdir(folder / "named" / "kernels")) - before
+        names.append(added[: -len(".jkc")])
+    return {f: (sha, name) for f, sha, name in zip(FACTORS, plain, names)}
+
+
+def host_id() -> str:
+    """The host field of this machine's claims (hostname/boot id, as the core writes it)."""
+    try:
+        boot = open("/proc/sys/kernel/random/boot_id").read().splitlines()[0]
+    except OSError:
+        boot = ""
+    return "".join(c if c > " " else "_" for c in f"{socket.gethostname()}/{boot}")
+
+
+def plant(folder, key: str, host: str, pid: int, age: float = 0.0):
+    claims = folder / "claims"
+    claims.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = claims / f"{key}.claim"
+    path.write_text(f"jitkernel claim 1\n{host} {pid} 0\n")
+    if age:  # negative: from the future
+        os.utime(path, (time.time() - age, time.time() - age))
+    return path
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_64_processes_at_once_compile_each_kernel_about_once(tmp_path, reference):
+    folder = tmp_path / "cache"
+    scratch = tmp_path / "start"
+    scratch.mkdir()
+    results = run_together(SCRIPT, [environment(folder, FACTORS)] * 64, scratch, timeout=600)
+    compiles = sum(r["compiles"] for r in results)
+    waits = sum(r["claim_waits"] for r in results)
+    summary = f"{compiles} NVRTC compiles for {len(FACTORS)} kernels in 64 processes, {waits} waits"
+    assert all(r["shas"] == [reference[f][0] for f in FACTORS] for r in results), summary
+    assert all(r["errors"] == [] and r["warnings"] == [] and r["corrupt"] == 0 for r in results), summary
+    assert sum(r["claim_timeouts"] for r in results) == 0, summary
+    # A process that arrives after an owner stored and released may still find no entry in one racy window (it
+    # looked before the store, claimed after the release): a few compiles per kernel at most.
+    assert compiles <= 3 * len(FACTORS), summary
+    assert sorted(p.name for p in (folder / "kernels").iterdir()) == sorted(f"{n}.jkc" for _, n in reference.values())
+    assert list((folder / "claims").iterdir()) == []  # every claim removed by its owner
+
+
+def test_claim_of_a_killed_process_is_taken_over(tmp_path, reference):
+    folder = tmp_path / "cache"
+    owner = subprocess.Popen([sys.executable, "-c", SCRIPT], env=environment(folder, JK_TEST_HEADER=SLOW_HEADER),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (folder / "claims").exists() or not list((folder / "claims").iterdir()):
+        assert owner.poll() is None and time.monotonic() < deadline, "the owner never claimed"
+        time.sleep(0.005)
+    owner.send_signal(signal.SIGKILL)
+    owner.communicate()
+    (claim,) = list((folder / "claims").iterdir())  # left behind by the killed owner
+    result = run(folder, JK_TEST_HEADER=SLOW_HEADER, JITKERNEL_CACHE_CLAIM_WAIT=60)
+    assert result["errors"] == [] and result["compiles"] == 1 and result["claim_waits"] == 0, result
+    assert result["seconds"] < 30, result  # the dead owner is seen at once, not after the bound
+    assert not claim.exists()
+
+
+def test_claim_naming_a_dead_pid_does_not_block(tmp_path, reference):
+    folder = tmp_path / "cache"
+    sha, key = reference[2]
+    claim = plant(folder, key, host_id(), dead_pid())
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=60)
+    assert result["shas"] == [sha] and result["compiles"] == 1 and result["claim_waits"] == 0, result
+    assert result["seconds"] < 30 and not claim.exists()
+
+
+def test_claim_older_than_the_bound_is_removed(tmp_path, reference):
+    folder = tmp_path / "cache"
+    sha, key = reference[2]
+    claim = plant(folder, key, "another-host/boot", 1, age=120)  # a live pid on some other machine
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=60)
+    assert result["shas"] == [sha] and result["claim_waits"] == 0 and result["seconds"] < 30, result
+    assert not claim.exists()
+
+
+def test_live_claim_on_another_host_is_waited_for_then_taken_over(tmp_path, reference):
+    # Another host's owner cannot be checked for liveness: its claim holds until it is older than the bound.
+    folder = tmp_path / "cache"
+    sha, key = reference[2]
+    claim = plant(folder, key, "another-host/boot", 1)
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=3)
+    assert result["shas"] == [sha] and result["compiles"] == 1, result
+    # Waited (unless start-up took longer than the bound) until the claim was older than the bound: no time-out.
+    assert (result["claim_timeouts"], result["misses"]) == (0, 1) and result["claim_waits"] <= 1, result
+    assert result["seconds"] < 30, result
+    assert not claim.exists()  # removed once older than the bound, then ours, then released
+
+
+def test_claim_from_a_clock_ahead_is_waited_for_until_the_bound(tmp_path, reference):
+    # On a network file system another host's clock may be ahead (a claim from the future never ages): a waiter
+    # still gives up after its own bound, compiles itself, and leaves the claim alone.
+    folder = tmp_path / "cache"
+    sha, key = reference[2]
+    claim = plant(folder, key, "another-host/boot", 1, age=-3600)
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=1.5)
+    assert result["shas"] == [sha] and result["compiles"] == 1, result
+    assert (result["claim_waits"], result["claim_timeouts"], result["misses"]) == (1, 1, 1), result
+    assert 1.5 <= result["seconds"] < 30, result
+    assert claim.exists()
+
+
+def test_compile_error_in_the_owner_does_not_make_others_wait(tmp_path):
+    folder = tmp_path / "cache"
+    scratch = tmp_path / "start"
+    scratch.mkdir()
+    env = environment(folder, JK_TEST_HEADER=SLOW_HEADER + "\nnot C++;", JITKERNEL_CACHE_CLAIM_WAIT=120)
+    results = run_together(SCRIPT, [env] * 8, scratch)
+    assert all(r["errors"] == ["CompileError"] for r in results), results
+    assert max(r["seconds"] for r in results) < 100, [r["seconds"] for r in results]  # not the 120 s bound
+    assert sum(r["claim_timeouts"] for r in results) == 0
+    assert list((folder / "claims").iterdir()) == []
+
+
+def test_claims_can_be_turned_off(tmp_path, reference):
+    folder = tmp_path / "cache"
+    result = run(folder, JITKERNEL_CACHE_CLAIM=0)
+    assert result["shas"] == [reference[2][0]] and result["stores"] == 1
+    assert not (folder / "claims").exists()
+
+
+@pytest.mark.parametrize("variable,value,match", [("JITKERNEL_CACHE_CLAIM", "yes", "is not 0 or 1"),
+                                                  ("JITKERNEL_CACHE_CLAIM_WAIT", "5 s", "is not a number of seconds"),
+                                                  ("JITKERNEL_CACHE_CLAIM_WAIT", "-1", "is not a number of seconds"),
+                                                  ("JITKERNEL_CACHE_CLAIM_WAIT", "100000", "at most a day")])
+def test_bad_claim_settings_warn_once_and_keep_defaults(tmp_path, monkeypatch, variable, value, match):
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(variable, value)
+    _core._cache_reset()
+    try:
+        with pytest.warns(jk.CacheWarning, match=match) as record:
+            info = jk.cache_info()
+            jk.cache_info()
+        assert len([w for w in record if issubclass(w.category, jk.CacheWarning)]) == 1
+        assert info.claims and info.claim_wait_seconds == 30
+    finally:
+        monkeypatch.undo()
+        _core._cache_reset()
+
+
+@pytest.mark.parametrize("value,seconds", [("0", 0.0), ("0.25", 0.25), ("90", 90.0), ("86400", 86400.0)])
+def test_claim_wait_spellings(tmp_path, monkeypatch, value, seconds):
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JITKERNEL_CACHE_CLAIM_WAIT", value)
+    _core._cache_reset()
+    try:
+        assert jk.cache_info().claim_wait_seconds == seconds
+    finally:
+        monkeypatch.undo()
+        _core._cache_reset()
