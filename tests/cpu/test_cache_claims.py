@@ -88,12 +88,12 @@ def test_claim_of_a_killed_process_is_taken_over(tmp_path, reference):
     owner = subprocess.Popen([sys.executable, "-c", SCRIPT], env=environment(folder, JK_TEST_HEADER=SLOW_HEADER),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while not (folder / "claims").exists() or not list((folder / "claims").iterdir()):
+    while not (folder / "claims").exists() or not list((folder / "claims").glob("*.claim")):
         assert owner.poll() is None and time.monotonic() < deadline, "the owner never claimed"
         time.sleep(0.005)
     owner.send_signal(signal.SIGKILL)
     owner.communicate()
-    (claim,) = list((folder / "claims").iterdir())  # left behind by the killed owner
+    (claim,) = list((folder / "claims").glob("*.claim"))  # left behind by the killed owner
     result = run(folder, JK_TEST_HEADER=SLOW_HEADER, JITKERNEL_CACHE_CLAIM_WAIT=60)
     assert result["errors"] == [] and result["compiles"] == 1 and result["claim_waits"] == 0, result
     assert result["seconds"] < 30, result  # the dead owner is seen at once, not after the bound

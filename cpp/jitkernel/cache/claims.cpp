@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -23,8 +24,8 @@ namespace jk::cache {
 namespace {
 
 constexpr std::int64_t kMs = 1000000;
-// A claim file is created empty and written at once: one without its fields
-// is being written, unless it is older than this (its writer died between).
+// A claim file appears whole (ClaimMaker); one without its fields is not
+// ours to judge until it is older than this (a foreign or damaged file).
 constexpr std::int64_t kUnwrittenNs = 5000 * kMs;
 constexpr std::int64_t kFirstPollNs = 2 * kMs, kLongestPollNs = 50 * kMs;
 constexpr std::size_t kMaxClaimBytes = 512;
@@ -119,23 +120,30 @@ void remove_if_same(int folder, const std::string& name, dev_t device, ino_t ino
 
 struct ClaimMaker {
   enum Result { Created, Exists, Failed };
-  // Creates the claim file with this process's fields.
+  // Creates the claim file with this process's fields, whole: they are
+  // written to a temp file that is then hard-linked to the claim's name
+  // (link fails if the name exists, also over NFS), so a claim is never
+  // seen without its fields, even when its writer is killed in between.
   static Result create(const Folder& folder, const std::string& name, Claim& claim) {
-    Fd fd(::openat(folder.fd(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   0600));
-    if (!fd) return errno == EEXIST ? Exists : Failed;
-    char text[kMaxClaimBytes];
+    static std::atomic<unsigned> counter{0};
     const long pid = static_cast<long>(::getpid());
+    const std::string temp = name + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
+    Fd fd(::openat(folder.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0600));
+    if (!fd) return Failed;
+    char text[kMaxClaimBytes];
     const int n = std::snprintf(text, sizeof(text), "jitkernel claim 1\n%s %ld %llu\n",
                                 host_id().c_str(), pid, start_time(pid).value_or(0));
     struct stat st;
     const bool written = n > 0 && static_cast<std::size_t>(n) < sizeof(text) &&
                          write_all(fd.get(), text, static_cast<std::size_t>(n)) &&
                          ::fstat(fd.get(), &st) == 0;
-    if (!written || !fd.reset()) {
-      ::unlinkat(folder.fd(), name.c_str(), 0);
-      return Failed;
-    }
+    const bool closed = fd.reset();
+    const int linked =
+        written && closed ? ::linkat(folder.fd(), temp.c_str(), folder.fd(), name.c_str(), 0) : -1;
+    const int link_error = errno;
+    ::unlinkat(folder.fd(), temp.c_str(), 0);
+    if (linked != 0) return written && closed && link_error == EEXIST ? Exists : Failed;
     claim.folder_ = Fd(::dup(folder.fd()));
     claim.name_ = name;
     claim.device_ = st.st_dev;
