@@ -26,7 +26,7 @@ check_example() {
   local out
   out=$(eval "$toolkit_env" && "$1/jitkernel_cpp_api_example" "$arch") || { echo "$out"; echo "$2: the example failed"; exit 1; }
   echo "$out"
-  for pattern in "^jitkernel $version C++ API$" "^generated: axpy_[0-9a-f]+ \([0-9]+ bytes of CUDA\)$" \
+  for pattern in "^jitkernel ${version//./\\.} C\\+\\+ API$" "^generated: axpy_[0-9a-f]+ \([0-9]+ bytes of CUDA\)$" \
                  "^ptx $arch: [0-9]+ bytes$" "^cubin $arch: [0-9]+ bytes$" "^launch: (skipped|ok)"; do
     grep -Eq -- "$pattern" <<<"$out" || { echo "$2: no line matching '$pattern'"; exit 1; }
   done
