@@ -35,11 +35,16 @@ class _NamesArgument:
 
 
 class ArgumentError(_NamesArgument, JitKernelError, ValueError):
-    """An argument has a bad value (wrong count, negative shape, unknown name, ...)."""
+    """An argument has a bad value (wrong count, negative shape, unknown name, ...).
+
+    ``e.argument`` is the argument's name (``"grid"``, ``"inputs"``, ...) and ``str(e)`` starts with it."""
 
 
 class ArgumentTypeError(_NamesArgument, JitKernelError, TypeError):
-    """An argument has the wrong type (a float where an int belongs, an unknown object as an input, ...)."""
+    """An argument has the wrong type (a float where an int belongs, an unknown object as an input, ...), or a
+    keyword-only call got positional arguments, an unknown keyword or lacks a required one.
+
+    ``e.argument`` is the argument's name (``"grid"``, ``"inputs"``, ...) and ``str(e)`` starts with it."""
 
 
 class CompileError(JitKernelError, RuntimeError):
