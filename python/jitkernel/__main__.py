@@ -4,7 +4,8 @@ it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache 
 locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
 reads a bundle of its entries (_bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
 module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_precompile.py).
-`python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON.
+`python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
+`--cmake-dir` prints the folder of the C++ API's CMake package (docs/cpp_api.md).
 """
 from __future__ import annotations
 
@@ -49,6 +50,19 @@ def doctor(as_json: bool = False) -> int:
     if not ok:
         print("problem: NVRTC could not be loaded or a GPU could not be queried (see above)")
     return 0 if ok else 1
+
+
+def cmake_dir() -> int:
+    """Prints the folder holding jitkernelConfig.cmake (the package compiles the C++ core's sources shipped
+    beside it), for ``cmake -Djitkernel_DIR=$(python -m jitkernel --cmake-dir)``; non-zero when this
+    install has none."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
+    if not os.path.isfile(os.path.join(folder, "jitkernelConfig.cmake")):
+        print(f"this jitkernel install has no CMake package ({folder} holds no jitkernelConfig.cmake); "
+              "install one from the source tree with `cmake --install` (docs/cpp_api.md)", file=sys.stderr)
+        return 1
+    print(folder)
+    return 0
 
 
 def demo() -> int:
@@ -169,6 +183,8 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print jitkernel's version and exit")
+    parser.add_argument("--cmake-dir", action="store_true",
+                        help="print the folder of the C++ API's CMake package (for -Djitkernel_DIR=) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -198,6 +214,8 @@ def main(argv=None) -> int:
 
         print(f"jitkernel {jk.__version__}")
         return 0
+    if args.cmake_dir:
+        return cmake_dir()
     if args.command is None:
         parser.print_help()
         return 2
