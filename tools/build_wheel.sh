@@ -69,7 +69,7 @@ printf '{ global: PyInit_*; local: *; };\n' >"$wrappers/extension.map"
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 echo "== sdist"
-"$tools/bin/python" -m build --sdist --outdir "$raw/sdist" "$repo" | tail -1
+"$tools/bin/python" -m build --sdist --outdir "$raw/sdist" "$repo"
 sdist=$(ls "$raw"/sdist/jitkernel-*.tar.gz)
 cp "$sdist" "$outdir/"
 for want in "${pythons[@]}"; do
