@@ -174,14 +174,24 @@ void bind(nb::module_& m) {
   auto cls = nb::class_<PyArray>(m, "Array", nb::is_final(),
                       "A device array jitkernel allocated (kernel outputs when no input came "
                       "from PyTorch, CuPy or JAX). Shares memory through DLPack and "
-                      "__cuda_array_interface__; numpy() / np.asarray() copy it to the host.")
-      .def_prop_ro("shape", [](const PyArray& a) { return shape_tuple(a.array.view); })
-      .def_prop_ro("dtype", [](const PyArray& a) { return dtype_object(a.array.view.dtype); })
+                      "__cuda_array_interface__; numpy() / np.asarray() copy it to the host.\n\n"
+                      "Made by kernel calls, not by hand: NumPy inputs are copied to the GPU and the "
+                      "outputs come back as jk.Array, allocated on the launch stream and freed when "
+                      "the last reference goes. Pass one to another kernel call as an input (no "
+                      "copy), or to torch.from_dlpack / cupy.from_dlpack / jax.dlpack.from_dlpack "
+                      "to share its memory. Row-major (C order).")
+      .def_prop_ro("shape", [](const PyArray& a) { return shape_tuple(a.array.view); },
+                   "The shape, a tuple of ints.")
+      .def_prop_ro("dtype", [](const PyArray& a) { return dtype_object(a.array.view.dtype); },
+                   "The element type, a jitkernel dtype (jk.float32, ...).")
       .def_prop_ro("device", [](const PyArray& a) { return a.array.view.device; },
                    "CUDA device ordinal.")
-      .def_prop_ro("ndim", [](const PyArray& a) { return a.array.view.ndim(); })
-      .def_prop_ro("size", [](const PyArray& a) { return a.array.view.size(); })
-      .def_prop_ro("nbytes", [](const PyArray& a) { return a.array.view.nbytes(); })
+      .def_prop_ro("ndim", [](const PyArray& a) { return a.array.view.ndim(); },
+                   "Number of dimensions.")
+      .def_prop_ro("size", [](const PyArray& a) { return a.array.view.size(); },
+                   "Number of elements.")
+      .def_prop_ro("nbytes", [](const PyArray& a) { return a.array.view.nbytes(); },
+                   "Size of the data in bytes.")
       .def_prop_ro("stream", [](const PyArray& a) { return a.stream; },
                    "Handle of the stream that produced the contents (0: legacy default).")
       .def("__dlpack__", &dlpack_method, nb::kw_only(), nb::arg("stream") = nb::none(),
@@ -189,8 +199,10 @@ void bind(nb::module_& m) {
            nb::arg("copy") = nb::none(),
            "DLPack export; the consumer's `stream` is ordered after the producing stream.")
       .def("__dlpack_device__",
-           [](const PyArray& a) { return nb::make_tuple(int(dlpack::kCUDA), a.array.view.device); })
-      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface)
+           [](const PyArray& a) { return nb::make_tuple(int(dlpack::kCUDA), a.array.view.device); },
+           "(DLPack device type kDLCUDA, device ordinal).")
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface,
+                   "Numba / CuPy's CUDA Array Interface (version 3) describing the device memory.")
       .def("numpy", &to_numpy, "Copies the array to a new NumPy array (waits for it).")
       .def("__array__",
            [](const PyArray& a, nb::handle dtype, nb::handle copy) {
@@ -200,7 +212,8 @@ void bind(nb::module_& m) {
              nb::object host = to_numpy(a);
              return dtype.is_none() ? host : host.attr("astype")(dtype);
            },
-           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none(),
+           "np.asarray(a): a host copy (copy=False is an error: the data lives on the GPU).")
       .def("__repr__", &repr);
   g_array_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
 

@@ -4,6 +4,7 @@
 // call (keyword parsing in the type's call slot -> convert -> engine ->
 // wrap), source() and compile() without a GPU. Argument conversion lives in
 // convert.cpp, the dict form in call_form.cpp.
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "jitkernel/cuda/launch/launch.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
+#include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/engine/kernel.hpp"
 
 namespace jk::py {
@@ -181,10 +183,16 @@ nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
 }
 
 // ---------------------------------------------------------------------------
+// While a precompile session runs (python/jitkernel/_precompile.py), every
+// call takes the Python path, which compiles instead of launching; the only
+// cost to other calls is this one load.
+std::atomic<bool> g_calls_to_python{false};
+
 // The direct call of call_slot.hpp: the list form straight into `call`'s C++
 // (no second argument dispatch); kernels made without names take the Python
 // path (it picks the engine for the call's names).
 nb::object direct_call(PyObject* self, PyObject* const* v) {
+  if (g_calls_to_python.load(std::memory_order_relaxed)) return nb::object();
   if (!nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel) return nb::object();
   return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
               v[10], v[11]);
@@ -343,6 +351,19 @@ void bind(nb::module_& m) {
         PyType_Modified(tp);
       },
       "cls"_a, "fn"_a, "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
+  m.def(
+      "_calls_to_python", [](bool on) { g_calls_to_python.store(on); }, "on"_a,
+      "Sends every kernel call to the Python path (_call_general): precompile sessions (internal).");
+  m.def(
+      "_set_call_record", [](const std::string& path) { set_call_record_path(path); }, "path"_a,
+      "Appends a JSON line per new (kernel, signature) to `path` ('' stops), as JITKERNEL_RECORD does.");
+  m.def(
+      "_call_record_line",
+      [](const PyCudaKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl) {
+        return call_record_line(named_kernel(self).spec(), signature(self, inputs, output_dtypes, tmpl));
+      },
+      "kernel"_a, "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(),
+      "The JITKERNEL_RECORD line of a call with these arguments (internal, precompile's dedupe and tests).");
   m.def("compile_cuda", &compile_cuda, "source"_a, "arch"_a, "target"_a, "name"_a, "compile_options"_a.none(),
         "Compiles standalone CUDA source with NVRTC (no GPU needed); returns cubin or PTX bytes.");
 }

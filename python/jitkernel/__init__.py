@@ -24,6 +24,8 @@ from ._errors import (
     JitKernelError,
     KernelFaultError,
     MetalNotAvailableError,
+    RecordError,
+    BundleError,
 )
 from ._dtypes import (
     DType,
@@ -45,6 +47,8 @@ from ._dtypes import (
 )
 from ._arrays import Array
 from ._cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
+from ._precompile import PrecompileReport, ShapeDtype, precompile
+from ._bundle import BundleReport, export_cache, import_cache
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
 from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
@@ -122,6 +126,8 @@ __all__ = [
     "fast", "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
+    "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
+    "RecordError", "BundleError",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",
     "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",

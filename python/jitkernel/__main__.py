@@ -1,7 +1,10 @@
 """Command line: `python -m jitkernel demo` runs the documentation's exp example (see _demo.py);
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
-locates the compile cache folder. `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON.
+locates the compile cache folder; `cache export|import FILE` writes or reads a bundle of its entries (_bundle.py).
+`python -m jitkernel precompile --arch sm_80,sm_90a (--calls module:function | --record FILE)` compiles kernels into
+the cache ahead of time, without a GPU (_precompile.py). `python -m jitkernel --version` prints the version;
+`doctor --json` prints the doctor's report as JSON.
 """
 from __future__ import annotations
 
@@ -62,10 +65,13 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def cache(action: str) -> int:
-    """`cache info` prints the folder and its state, `cache clear` empties it, `cache path` prints the folder."""
+def cache(action: str, args=None) -> int:
+    """`cache info` prints the folder and its state, `cache clear` empties it, `cache path` prints the folder,
+    `cache export FILE` / `cache import FILE` write / read a bundle."""
     import jitkernel as jk
 
+    if action in ("export", "import"):
+        return bundle(action, args)
     if action == "path":
         print(jk.cache_path())
         return 0
@@ -84,11 +90,64 @@ def cache(action: str) -> int:
     return 0
 
 
+def bundle(action: str, args) -> int:
+    """`cache export FILE [--keys K ...] [--from DIR]` / `cache import FILE [--into DIR]`."""
+    import jitkernel as jk
+
+    if args.file is None:
+        print(f"cache {action}: the bundle FILE is required", file=sys.stderr)
+        return 2
+    try:
+        if action == "export":
+            r = jk.export_cache(args.file, keys=args.keys, directory=args.source)
+            print(f"exported {r.entries} entr{'y' if r.entries == 1 else 'ies'} ({_size(r.bytes)}) to {r.path}")
+            return 0
+        r = jk.import_cache(args.file, into=args.into)
+    except jk.JitKernelError as e:
+        print(f"cache {action}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    where = args.into or jk.cache_path()
+    print(f"imported {r.stored} of {r.entries} entr{'y' if r.entries == 1 else 'ies'} ({_size(r.bytes)}) into {where}")
+    if r.jitkernel != jk.__version__:
+        print(f"note: the bundle was written by jitkernel {r.jitkernel}; this is {jk.__version__}, whose cache keys "
+              f"differ, so its entries will not be used", file=sys.stderr)
+    return 0 if r.stored == r.entries else 1
+
+
+def precompile(args) -> int:
+    """`precompile --arch A,B (--calls module:function | --record FILE)`."""
+    import importlib
+
+    import jitkernel as jk
+
+    try:
+        if args.calls is not None:
+            module, _, qualname = args.calls.partition(":")
+            if not module or not qualname:
+                print(f"precompile: --calls expects module:function, got {args.calls!r}", file=sys.stderr)
+                return 2
+            calls = importlib.import_module(module)
+            for part in qualname.split("."):
+                calls = getattr(calls, part)
+        else:
+            calls = args.record
+        r = jk.precompile(calls, args.arch)
+    except jk.JitKernelError as e:
+        print(f"precompile: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    print(f"precompiled {r.kernels} kernel{'' if r.kernels == 1 else 's'} ({r.calls} calls) for {', '.join(r.archs)}: "
+          f"{r.compiled} compiled, {r.cached} already cached, in {r.cache_dir}")
+    return 0
+
+
 COMMANDS = {
     "demo": (demo, "run the exp example: launch and check against NumPy on a GPU; without one, print the "
                    "generated source and compile it to an sm_90a cubin"),
     "doctor": (doctor, "show the NVRTC library, CUDA include folders, driver and GPUs jitkernel finds"),
-    "cache": (cache, "show (info), empty (clear) or print the folder of (path) the compile cache"),
+    "cache": (cache, "show (info), empty (clear) or print the folder of (path) the compile cache; write (export) "
+                     "or read (import) a bundle of its entries"),
+    "precompile": (precompile, "compile the kernels a function calls (--calls) or a record lists (--record) for "
+                               "GPU architectures into the compile cache, without a GPU"),
 }
 
 
@@ -98,7 +157,9 @@ def main(argv=None) -> int:
         description="jitkernel: write the body of a CUDA kernel, jitkernel generates the signature, "
                     "compiles it with NVRTC and launches it.",
         epilog="examples:\n  python -m jitkernel demo\n  python -m jitkernel doctor\n"
-               "  python -m jitkernel cache info",
+               "  python -m jitkernel cache info\n"
+               "  python -m jitkernel precompile --arch sm_80,sm_90a --calls mymodule:warm_up\n"
+               "  python -m jitkernel cache export kernels.jkbundle",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print jitkernel's version and exit")
@@ -108,8 +169,23 @@ def main(argv=None) -> int:
         if name == "doctor":
             command.add_argument("--json", action="store_true", help="one JSON object instead of text")
         if name == "cache":
-            command.add_argument("action", choices=("info", "clear", "path"),
-                                 help="info: folder, state and size; clear: remove every entry jitkernel stored; path: the folder")
+            command.add_argument("action", choices=("info", "clear", "path", "export", "import"),
+                                 help="info: folder, state and size; clear: remove every entry jitkernel stored; "
+                                      "path: the folder; export FILE / import FILE: write / read a bundle")
+            command.add_argument("file", nargs="?", metavar="FILE", help="the bundle (export and import)")
+            command.add_argument("--keys", nargs="+", metavar="KEY", help="export: only these entries (hex keys)")
+            command.add_argument("--from", dest="source", metavar="DIR",
+                                 help="export: from this cache folder instead of the configured one")
+            command.add_argument("--into", metavar="DIR",
+                                 help="import: into DIR/kernels (a folder for JITKERNEL_CACHE_READONLY_DIRS) "
+                                      "instead of the compile cache")
+        if name == "precompile":
+            command.add_argument("--arch", required=True, metavar="ARCHS",
+                                 help="comma-separated architectures, e.g. sm_80,sm_90a,sm_100a")
+            source = command.add_mutually_exclusive_group(required=True)
+            source.add_argument("--calls", metavar="MODULE:FUNCTION",
+                                help="a function (no arguments) that makes the kernel calls")
+            source.add_argument("--record", metavar="FILE", help="a call record written with JITKERNEL_RECORD")
     args = parser.parse_args(argv)
     if args.version:
         import jitkernel as jk
@@ -120,7 +196,9 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     if args.command == "cache":
-        return cache(args.action)
+        return cache(args.action, args)
+    if args.command == "precompile":
+        return precompile(args)
     if args.command == "doctor":
         return doctor(args.json)
     return COMMANDS[args.command][0]()

@@ -9,7 +9,7 @@ without names, the engine per name set (``_call_general``, shared with the Metal
 """
 from __future__ import annotations
 
-from . import _core, _kernel_record, _traced_call
+from . import _core, _kernel_record, _precompile, _traced_call
 from ._errors import ArgumentError, ArgumentTypeError
 from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
 
@@ -21,23 +21,38 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
-    Dim3 = tuple[int, int, int]
-    Shape = Sequence[int]
+    from ._call_types import (AnyDTypes, AnyInputs, Backward, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs,
+                              Shape, Template, Unpack)
 
 _INT32_MAX = 2**31 - 1
 
 
 class CudaKernel(KernelFront, _core.CudaKernelBase):
-    """A CUDA kernel whose body is ``source``; call it with keyword arguments (see ``cuda_kernel``)::
+    """A CUDA kernel whose body is ``source`` (made by ``cuda_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
-               init_value=None, verbose=False, stream=None, outputs=None)
+               init_value=None, verbose=False, stream=None, outputs=None, cooperative=None, cluster=None)
 
-    Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form).
-    ``output_shapes`` / ``output_dtypes`` may be omitted when ``outputs=`` gives the arrays to write.
-    ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
-    ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
-    a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
+    Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form, where
+    ``inputs``, ``output_shapes``, ``output_dtypes`` and ``outputs`` are dicts keyed by name).
+
+    - ``inputs``: arrays (NumPy, PyTorch, CuPy, JAX, ``jk.Array``, anything with ``__dlpack__``) and Python
+      scalars, passed by value. Outputs come back in the inputs' framework (``jk.Array`` for NumPy inputs).
+    - ``output_shapes`` / ``output_dtypes``: one shape and one dtype per output; may be omitted when ``outputs=``
+      gives the arrays to write (checked, written in place and returned).
+    - ``grid``: threads (x, y, z), as in MLX: blocks = ceil(grid / threadgroup); ``threadgroup``: threads per
+      block (x, y, z).
+    - ``template``: ``[(name, value)]`` or a dict of ints, bools and dtypes (``constexpr`` / ``using`` lines).
+    - ``init_value``: fills the outputs before the launch; ``verbose=True`` prints the generated source.
+    - ``stream``: None (the inputs' framework's current stream), a stream object (torch, CuPy, anything with
+      ``__cuda_stream__``) or an int handle. Outputs are allocated and later freed on that stream, so they keep
+      a stream object alive; with an int handle the caller must keep the stream alive while the outputs live.
+    - ``cooperative=True``: a cooperative launch (inferred when the body syncs the grid); ``cluster``:
+      thread-block clusters (threadgroups per cluster, compute capability 9.0+).
+
+    Wrong keywords, types or values raise ``jk.ArgumentTypeError`` / ``jk.ArgumentError`` naming the argument.
+    ``kernel.source(...)``, ``kernel.entry_name(...)`` and ``kernel.compile(...)`` take the call's keywords and
+    need no GPU; ``kernel.attributes(...)`` reports registers and occupancy; ``kernel.vjp`` attaches a backward.
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
@@ -47,18 +62,16 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call_slot.cpp): its signature for type checkers
         @overload
-        def __call__(self, *, inputs: Sequence[Any], grid: Dim3, threadgroup: Dim3,
-                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[Any] | None = None,
-                     template: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
-                     init_value: float | None = None, verbose: bool = False, stream: Any = None,
-                     outputs: Sequence[Any] | None = None, cooperative: bool | None = None,
+        def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
+                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
+                     template: Template = None, init_value: float | None = None, verbose: bool = False,
+                     stream: Any = None, outputs: Sequence[Any] | None = None, cooperative: bool | None = None,
                      cluster: Dim3 | None = None) -> list[Any]: ...
 
         @overload
-        def __call__(self, *, inputs: Mapping[str, Any], grid: Dim3, threadgroup: Dim3,
+        def __call__(self, *, inputs: DictInputs, grid: Dim3, threadgroup: Dim3,
                      output_shapes: Mapping[str, Shape] | None = None,
-                     output_dtypes: Mapping[str, Any] | None = None,
-                     template: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, template: Template = None,
                      init_value: float | None = None, verbose: bool = False, stream: Any = None,
                      outputs: Mapping[str, Any] | None = None, cooperative: bool | None = None,
                      cluster: Dim3 | None = None) -> dict[str, Any]: ...
@@ -85,7 +98,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         return (_rebuild_kernel, (self.name, self.input_names, self.output_names, self.source_text, self.header,
                                   self.ensure_row_contiguous, self.shared_memory, self.compile_options, self._vjp))
 
-    def vjp(self, backward):
+    def vjp(self, backward: Backward) -> Backward:
         """Attaches a backward to this kernel's calls (use as a decorator); returns ``backward``.
 
         ``backward(primals, outputs, cotangents)`` gets a call's inputs (arrays and scalars, in order), its outputs
@@ -100,6 +113,14 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         _kernel_record.kernel_spec(self)
         return backward
 
+    def _call_general(self, *call):
+        """The Python path of a call (kernels made without names, traced calls); while ``jk.precompile`` runs,
+        every call comes here (cpp/bindings/cuda_kernel.cpp) and compiles instead of launching."""
+        session = _precompile.session
+        if session is not None:
+            return session.call(self, *call)
+        return KernelFront._call_general(self, *call)
+
     @property
     def _impl(self):
         """The kernel itself (its own C++ kernel) when it was made with both name lists, else None."""
@@ -110,62 +131,79 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
                                     self.header, self.ensure_row_contiguous, self.shared_memory,
                                     self.compile_options)
 
-    def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
-        """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed.
-        Keyword arguments only: ``source(*, inputs, output_dtypes, template=None)``."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("CudaKernel.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._source(inputs, output_dtypes, template)
+    if TYPE_CHECKING:  # the queries' keywords for type checkers (the run-time versions below name bad calls)
+        def source(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                   **launch: Unpack[LaunchOnly]) -> str: ...
 
-    def entry_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
-        """The generated kernel's extern "C" symbol for these arguments (keyword arguments as in ``source``)."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("CudaKernel.entry_name", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._entry_name(inputs, output_dtypes, template)
+        def entry_name(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                       **launch: Unpack[LaunchOnly]) -> str: ...
 
-    def compile(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", target="cubin",
-                **unknown) -> bytes:
-        """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed.
-        Keyword arguments only: ``compile(*, inputs, output_dtypes, template=None, arch="sm_90a",
-        target="cubin")``."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("CudaKernel.compile", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        str_arg(arch, "arch")
-        str_arg(target, "target")
-        if target == "sass":
-            return self.sass(inputs=inputs, output_dtypes=output_dtypes, template=template, arch=arch).encode()
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._compile(inputs, output_dtypes, template, arch, target)
+        def compile(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                    arch: str = "sm_90a", target: str = "cubin", **launch: Unpack[LaunchOnly]) -> bytes: ...
 
-    def attributes(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, threadgroup=None,
-                   shared_memory=None, device=0, **unknown) -> dict:
-        """What the driver reports of this kernel compiled for these arguments on ``device`` (needs a GPU: it
-        compiles and loads): ``registers_per_thread``, ``static_shared_memory``, ``dynamic_shared_memory``,
-        ``max_dynamic_shared_memory``, ``max_threads_per_block``, ``local_memory_per_thread``, ``const_memory``,
-        ``ptx_version``, ``binary_version``, and the occupancy for ``threadgroup`` (None: the most threads the kernel
-        allows) with ``shared_memory`` dynamic bytes (None: the kernel's): ``active_blocks_per_sm`` and
-        ``occupancy`` (resident threads over the SM's maximum, 0..1)."""
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("CudaKernel.attributes", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        if isinstance(device, bool) or not isinstance(device, int):
-            raise ArgumentTypeError("device", f"expected a device ordinal (int), got {type(device).__name__}")
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._attributes(inputs, output_dtypes, template, threadgroup, shared_memory, device)
+        def attributes(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                       threadgroup: Dim3 | None = None, shared_memory: int | None = None,
+                       device: int = 0) -> dict[str, Any]: ...
 
-    def sass(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", **unknown) -> str:
-        """The SASS (machine code) of this kernel for these arguments and ``arch``, disassembled by NVIDIA's
-        ``nvdisasm`` (pip install "jitkernel[sass]") or a CUDA toolkit's ``cuobjdump`` on PATH. No GPU needed."""
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("CudaKernel.sass", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        from . import _sass
+        def sass(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                 arch: str = "sm_90a") -> str: ...
+    else:
+        def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
+            """The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed.
+            Keyword arguments only: ``source(*, inputs, output_dtypes, template=None)``."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("CudaKernel.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._source(inputs, output_dtypes, template)
 
-        return _sass.disassemble(self.compile(inputs=inputs, output_dtypes=output_dtypes, template=template,
-                                              arch=arch, target="cubin"))
+        def entry_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
+            """The generated kernel's extern "C" symbol for these arguments (keyword arguments as in ``source``)."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("CudaKernel.entry_name", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._entry_name(inputs, output_dtypes, template)
+
+        def compile(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", target="cubin",
+                    **unknown) -> bytes:
+            """Compiles the source for these arguments with NVRTC to a cubin (or PTX) for ``arch``. No GPU needed.
+            Keyword arguments only: ``compile(*, inputs, output_dtypes, template=None, arch="sm_90a",
+            target="cubin")``."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("CudaKernel.compile", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            str_arg(arch, "arch")
+            str_arg(target, "target")
+            if target == "sass":
+                return self.sass(inputs=inputs, output_dtypes=output_dtypes, template=template, arch=arch).encode()
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._compile(inputs, output_dtypes, template, arch, target)
+
+        def attributes(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, threadgroup=None,
+                       shared_memory=None, device=0, **unknown) -> dict:
+            """What the driver reports of this kernel compiled for these arguments on ``device`` (needs a GPU: it
+            compiles and loads): ``registers_per_thread``, ``static_shared_memory``, ``dynamic_shared_memory``,
+            ``max_dynamic_shared_memory``, ``max_threads_per_block``, ``local_memory_per_thread``, ``const_memory``,
+            ``ptx_version``, ``binary_version``, and the occupancy for ``threadgroup`` (None: the most threads the
+            kernel allows) with ``shared_memory`` dynamic bytes (None: the kernel's): ``active_blocks_per_sm`` and
+            ``occupancy`` (resident threads over the SM's maximum, 0..1)."""
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("CudaKernel.attributes", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            if isinstance(device, bool) or not isinstance(device, int):
+                raise ArgumentTypeError("device", f"expected a device ordinal (int), got {type(device).__name__}")
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._attributes(inputs, output_dtypes, template, threadgroup, shared_memory, device)
+
+        def sass(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, arch="sm_90a", **unknown) -> str:
+            """The SASS (machine code) of this kernel for these arguments and ``arch``, disassembled by NVIDIA's
+            ``nvdisasm`` (pip install "jitkernel[sass]") or a CUDA toolkit's ``cuobjdump`` on PATH. No GPU needed."""
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("CudaKernel.sass", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            from . import _sass
+
+            return _sass.disassemble(self.compile(inputs=inputs, output_dtypes=output_dtypes, template=template,
+                                                  arch=arch, target="cubin"))
 
 
 _traced_call.expose_to_dynamo(CudaKernel)
@@ -220,7 +258,8 @@ def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_name
                       compile_options)
 
 
-def compile_cuda(source, arch="sm_90a", target="cubin", name="program.cu", compile_options=None) -> bytes:
+def compile_cuda(source: str, arch: str = "sm_90a", target: str = "cubin", name: str = "program.cu",
+                 compile_options: Mapping[str, Any] | None = None) -> bytes:
     """Compiles standalone CUDA source with NVRTC (no GPU needed): cubin bytes, or PTX text as bytes.
     ``compile_options`` as in ``cuda_kernel``."""
     str_arg(source, "source")

@@ -15,6 +15,8 @@ __all__ = [
     "MetalNotAvailableError",
     "CudaError",
     "KernelFaultError",
+    "RecordError",
+    "BundleError",
 ]
 
 
@@ -35,11 +37,16 @@ class _NamesArgument:
 
 
 class ArgumentError(_NamesArgument, JitKernelError, ValueError):
-    """An argument has a bad value (wrong count, negative shape, unknown name, ...)."""
+    """An argument has a bad value (wrong count, negative shape, unknown name, ...).
+
+    ``e.argument`` is the argument's name (``"grid"``, ``"inputs"``, ...) and ``str(e)`` starts with it."""
 
 
 class ArgumentTypeError(_NamesArgument, JitKernelError, TypeError):
-    """An argument has the wrong type (a float where an int belongs, an unknown object as an input, ...)."""
+    """An argument has the wrong type (a float where an int belongs, an unknown object as an input, ...), or a
+    keyword-only call got positional arguments, an unknown keyword or lacks a required one.
+
+    ``e.argument`` is the argument's name (``"grid"``, ``"inputs"``, ...) and ``str(e)`` starts with it."""
 
 
 class CompileError(JitKernelError, RuntimeError):
@@ -87,7 +94,23 @@ class KernelFaultError(CudaError):
     """A kernel faulted on the device (illegal address, trap, ...); the message names the kernel."""
 
 
+class RecordError(JitKernelError, ValueError):
+    """A call record (``JITKERNEL_RECORD``) line that ``precompile`` cannot replay; the message starts with
+    ``"<file> line <n>: "`` and ``path`` / ``line`` hold the file and the 1-based line number."""
+
+    def __init__(self, path: str, line: int, message: str):
+        super().__init__(f"{path} line {line}: {message}")
+        self.path = path
+        self.line = line
+
+
+class BundleError(JitKernelError, ValueError):
+    """A cache bundle that is refused (damaged, of another format, or unsafe to unpack: a member name that is not
+    an entry name, a size over the limits, a bad checksum); the message names the file and what was wrong. Nothing
+    is written when a bundle is refused."""
+
+
 for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, CudaNotAvailableError,
-             MetalNotAvailableError, CudaError, KernelFaultError):
+             MetalNotAvailableError, CudaError, KernelFaultError, RecordError, BundleError):
     _cls.__module__ = "jitkernel"  # tracebacks show jitkernel.CompileError, the public name
 del _cls

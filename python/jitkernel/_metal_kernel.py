@@ -19,6 +19,15 @@ from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, bool
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
+# True for type checkers only (mypy and pyright treat the name so): importing typing costs import time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, overload
+
+    from ._call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
+                              Template, Unpack)
+
 _MATH_MODES = ("safe", "relaxed", "fast")
 
 
@@ -40,13 +49,18 @@ def _math_mode(compile_options) -> str:
 
 
 class MetalKernelFunction(KernelFront):
-    """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments::
+    """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
                init_value=None, verbose=False, stream=None, outputs=None)
 
-    Returns the outputs as a list in output_names order (a dict in the dict form). ``grid`` counts threads
-    (Metal's dispatchThreads); ``verbose=True`` prints the generated source as MLX does; ``stream`` must be None.
+    Returns the outputs as a list in output_names order (a dict in the dict form, where ``inputs``,
+    ``output_shapes``, ``output_dtypes`` and ``outputs`` are dicts keyed by name). ``grid`` counts threads
+    (Metal's dispatchThreads) and ``threadgroup`` is the threads per threadgroup; ``template``, ``init_value`` and
+    ``outputs`` work as in ``cuda_kernel``; ``verbose=True`` prints the generated source as MLX does; ``stream``
+    must be None (Metal kernels run on jitkernel's own command queue). Calling needs macOS on Apple silicon
+    (``jk.MetalNotAvailableError`` elsewhere, after the arguments are checked); ``kernel.source(...)``,
+    ``kernel.kernel_name(...)`` and ``kernel.buffers(...)`` work on any OS.
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
@@ -72,52 +86,81 @@ class MetalKernelFunction(KernelFront):
         return _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text, self.header,
                                  self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
 
-    def __call__(self, *args, inputs=REQUIRED, output_shapes=None, output_dtypes=None, grid=REQUIRED,
-                 threadgroup=REQUIRED, template=None, init_value=None, verbose=False, stream=None, outputs=None,
-                 **unknown):
-        if args or unknown or inputs is REQUIRED or grid is REQUIRED or threadgroup is REQUIRED:
-            bad_call("MetalKernelFunction.__call__", args, unknown,
-                     dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
-        impl = self._impl
-        if impl is not None:  # names known: the C++ call checks everything (either form)
-            return impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
-                              outputs, verbose)
-        return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                  stream, outputs, verbose)
+    if TYPE_CHECKING:  # the call's and the queries' keywords for type checkers (the run-time versions below
+        # name bad calls); ``stream`` must be None: Metal kernels run on jitkernel's own command queue
+        @overload
+        def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
+                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
+                     template: Template = None, init_value: float | None = None, verbose: bool = False,
+                     stream: None = None, outputs: Sequence[Any] | None = None) -> list[Any]: ...
 
-    def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, with_utils=False,
-               **unknown) -> str:
-        """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
-        (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
-        Works on any OS. Keyword arguments only: ``source(*, inputs, output_dtypes, template=None,
-        with_utils=False)``."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("MetalKernelFunction.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._source(inputs, output_dtypes, template, bool_arg(with_utils, "with_utils"))
+        @overload
+        def __call__(self, *, inputs: DictInputs, grid: Dim3, threadgroup: Dim3,
+                     output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, template: Template = None,
+                     init_value: float | None = None, verbose: bool = False, stream: None = None,
+                     outputs: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
 
-    def kernel_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
-        """The generated [[kernel]] function's name (its host_name) for these arguments."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("MetalKernelFunction.kernel_name", args, unknown,
-                     dict(inputs=inputs, output_dtypes=output_dtypes))
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._kernel_name(inputs, output_dtypes, template)
+        def __call__(self, **kwargs: Any) -> Any: ...
 
-    def buffers(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> list:
-        """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
-        what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
-        unknown = query_keywords(unknown)
-        if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
-            bad_call("MetalKernelFunction.buffers", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-        impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-        return impl._buffers(inputs, output_dtypes, template)
+        def source(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                   with_utils: bool = False, **launch: Unpack[LaunchOnly]) -> str: ...
+
+        def kernel_name(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                        **launch: Unpack[LaunchOnly]) -> str: ...
+
+        def buffers(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
+                    **launch: Unpack[LaunchOnly]) -> list[tuple[int, str, int, str, str]]: ...
+    else:
+        def __call__(self, *args, inputs=REQUIRED, output_shapes=None, output_dtypes=None, grid=REQUIRED,
+                     threadgroup=REQUIRED, template=None, init_value=None, verbose=False, stream=None, outputs=None,
+                     **unknown):
+            """Runs the kernel (keyword arguments only, see the class); returns the outputs, a list or a dict."""
+            if args or unknown or inputs is REQUIRED or grid is REQUIRED or threadgroup is REQUIRED:
+                bad_call("MetalKernelFunction.__call__", args, unknown,
+                         dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
+            impl = self._impl
+            if impl is not None:  # names known: the C++ call checks everything (either form)
+                return impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
+                                  outputs, verbose)
+            return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
+                                      stream, outputs, verbose)
+
+        def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, with_utils=False,
+                   **unknown) -> str:
+            """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
+            (``with_utils=True``: with jitkernel's metal_utils headers before it, the whole text that is compiled).
+            Works on any OS. Keyword arguments only: ``source(*, inputs, output_dtypes, template=None,
+            with_utils=False)``."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("MetalKernelFunction.source", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._source(inputs, output_dtypes, template, bool_arg(with_utils, "with_utils"))
+
+        def kernel_name(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> str:
+            """The generated [[kernel]] function's name (its host_name) for these arguments."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("MetalKernelFunction.kernel_name", args, unknown,
+                         dict(inputs=inputs, output_dtypes=output_dtypes))
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._kernel_name(inputs, output_dtypes, template)
+
+        def buffers(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> list:
+            """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
+            what being "input", "input_shape", "input_strides", "input_ndim" or "output"."""
+            unknown = query_keywords(unknown)
+            if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
+                bad_call("MetalKernelFunction.buffers", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
+            impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
+            return impl._buffers(inputs, output_dtypes, template)
 
 
-def metal_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
-                 atomic_outputs=False, compile_options=None) -> MetalKernelFunction:
+def metal_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+                 source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
+                 atomic_outputs: bool = False, compile_options: Mapping[str, str] | None = None
+                 ) -> MetalKernelFunction:
     """A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).
 
     The signature is generated from what each call passes, as MLX generates it: ``const device T* name`` per
@@ -160,8 +203,10 @@ class MetalKernel:
     __slots__ = ("_kernel", "_output_shapes", "_output_dtypes", "_grid", "_threadgroup", "_template",
                  "_init_value", "_verbose")
 
-    def __init__(self, name, source, grid, threadgroup, output_shapes, output_dtypes, ensure_row_contiguous=True,
-                 atomic_outputs=False, header="", init_value=None, verbose=False, compile_options=None):
+    def __init__(self, name: str, source: str, grid: Dim3, threadgroup: Dim3, output_shapes: Mapping[str, Shape],
+                 output_dtypes: Mapping[str, DTypeLike], ensure_row_contiguous: bool = True,
+                 atomic_outputs: bool = False, header: str = "", init_value: float | None = None,
+                 verbose: bool = False, compile_options: Mapping[str, str] | None = None):
         for value, argument in ((output_shapes, "output_shapes"), (output_dtypes, "output_dtypes")):
             if not isinstance(value, dict):
                 raise ArgumentTypeError(argument, f"expected a dict {{output name: value}}, got "
@@ -172,29 +217,34 @@ class MetalKernel:
         self._output_dtypes = dict(output_dtypes)
         self._grid = grid
         self._threadgroup = threadgroup
-        self._template = None
+        self._template: dict[str, Any] | None = None
         self._init_value = init_value
         self._verbose = bool_arg(verbose, "verbose")
 
     def __repr__(self) -> str:
         return f"jitkernel.MetalKernel(name={self._kernel.name!r})"
 
-    def template(self, **template) -> "MetalKernel":
+    def template(self, **template: Any) -> MetalKernel:
         """Sets the template arguments of the next calls (ints, bools, dtypes), e.g. ``.template(T=jk.float32)``."""
         self._template = template
         return self
 
-    def __call__(self, *args, **inputs) -> dict:
-        """Runs the kernel on the inputs given by name; returns {output name: array}."""
-        if args:
-            bad_call("MetalKernel.__call__", args, {}, dict(inputs=inputs))
-        return self._kernel(inputs=inputs, output_shapes=self._output_shapes, output_dtypes=self._output_dtypes,
-                            grid=self._grid, threadgroup=self._threadgroup, template=self._template,
-                            init_value=self._init_value, verbose=self._verbose)
+    if TYPE_CHECKING:  # inputs by keyword only (the run-time versions below name positional arguments)
+        def __call__(self, **inputs: Any) -> dict[str, Any]: ...
 
-    def source(self, *args, with_utils=False, **inputs) -> str:
-        """The Metal source a call with these inputs generates (see ``MetalKernelFunction.source``)."""
-        if args:
-            bad_call("MetalKernel.source", args, {}, dict(inputs=inputs))
-        return self._kernel.source(inputs=inputs, output_dtypes=self._output_dtypes, template=self._template,
-                                   with_utils=with_utils)
+        def source(self, *, with_utils: bool = False, **inputs: Any) -> str: ...
+    else:
+        def __call__(self, *args, **inputs) -> dict:
+            """Runs the kernel on the inputs given by name; returns {output name: array}."""
+            if args:
+                bad_call("MetalKernel.__call__", args, {}, dict(inputs=inputs))
+            return self._kernel(inputs=inputs, output_shapes=self._output_shapes, output_dtypes=self._output_dtypes,
+                                grid=self._grid, threadgroup=self._threadgroup, template=self._template,
+                                init_value=self._init_value, verbose=self._verbose)
+
+        def source(self, *args, with_utils=False, **inputs) -> str:
+            """The Metal source a call with these inputs generates (see ``MetalKernelFunction.source``)."""
+            if args:
+                bad_call("MetalKernel.source", args, {}, dict(inputs=inputs))
+            return self._kernel.source(inputs=inputs, output_dtypes=self._output_dtypes, template=self._template,
+                                       with_utils=with_utils)

@@ -43,8 +43,9 @@ from dataclasses import dataclass, field
 
 from . import _core
 
-INSTALL_HINT = ('Install NVRTC and the CUDA headers with `pip install "jitkernel[cuda]"`, or set '
-                "JITKERNEL_NVRTC_PATH to a libnvrtc.so.13 (or CUDA_HOME to a CUDA toolkit).")
+INSTALL_HINT = ('Install NVRTC and the CUDA headers with `pip install "jitkernel[cuda]"` (`jitkernel[cuda12]` for a '
+                "CUDA 12 driver or a GPU older than sm_75), or set JITKERNEL_NVRTC_PATH to a libnvrtc.so (or "
+                "CUDA_HOME to a CUDA toolkit).")
 
 
 @dataclass

@@ -116,9 +116,14 @@ _REQUIRED = _core._call_required
 
 
 def dynamo_call(self, *args, **kwargs):
-    """``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython calls the C slot
-    instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands over to it. A call
-    with bad keywords goes to the C slot too, which raises the eager call's error."""
+    """Launches the kernel: ``kernel(*, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
+    init_value=None, stream=None, outputs=None, verbose=False, cooperative=False, cluster=None)`` returns the
+    list of outputs (a dict in the dict form). The class docstring
+    (``help(type(kernel))``) describes each keyword.
+
+    How it works: this is ``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython
+    calls the C slot instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands
+    over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error."""
     from . import _torch_ops
 
     if (_torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)

@@ -72,7 +72,9 @@ class Cubin:
         self.shnum, self.shstrndx = struct.unpack_from("<HH", data, 60)
         self.sections = [struct.unpack_from("<IIQQQQIIQQ", data, self.shoff + 64 * i) for i in range(self.shnum)]
         strings = self.sections[self.shstrndx][4]
-        self.names = [data[strings + s[0]:data.index(b"\0", strings + s[0])].decode() for s in self.sections]
+        # "replace": a patched table may point a name at bytes that are not text.
+        self.names = [data[strings + s[0]:data.index(b"\0", strings + s[0])].decode("utf-8", "replace")
+                      for s in self.sections]
 
     def index(self, predicate):
         return next(i for i, name in enumerate(self.names) if predicate(name, self.sections[i]))

@@ -7,8 +7,11 @@ entries of their own in the cache folder; the same kernel compiled again gets no
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -179,3 +182,64 @@ def test_compile_cuda_uses_the_cache(cache_dir):
     assert a == b and c[:4] == b"\x7fELF"
     assert len(entries(cache_dir)) == 2
     assert jk.cache_info().hits == 1
+
+
+# ---- keys are content addresses: nothing of the process, the install path or the install time -------------------
+
+def fake_toolkit(folder, version="13000"):
+    """A folder the key treats as a toolkit's (it holds cuda_runtime_api.h), with one header the source includes."""
+    folder.mkdir()
+    (folder / "cuda_runtime_api.h").write_text(f"#define CUDART_VERSION {version}\n" + "// api\n" * 50)
+    (folder / "cuda_fp16.h").write_text('#include "cuda_fp16.hpp"\n')
+    (folder / "cuda_fp16.hpp").write_text("struct __half { unsigned short x; };\n")
+    return str(folder)
+
+
+def toolkit_key(folder):
+    return key(include_dirs=[folder], options=["--gpu-architecture=sm_90a", "-I" + folder])
+
+
+def test_same_toolkit_at_another_path_and_time_gives_the_same_key(tmp_path):
+    first, second = fake_toolkit(tmp_path / "site-a"), fake_toolkit(tmp_path / "b")
+    for name in os.listdir(second):
+        os.utime(os.path.join(second, name), ns=(10**18, 10**18))  # installed at another time
+    assert toolkit_key(first) == toolkit_key(second)
+    # A user folder (not a toolkit) is still keyed by its path.
+    user_a, user_b = tmp_path / "ua", tmp_path / "ub"
+    user_a.mkdir(), user_b.mkdir()
+    assert key(include_dirs=[str(user_a)]) != key(include_dirs=[str(user_b)])
+
+
+@pytest.mark.parametrize("edit", ["version", "header size"])
+def test_another_toolkit_release_gives_another_key(tmp_path, edit):
+    base, other = fake_toolkit(tmp_path / "a"), fake_toolkit(tmp_path / "b")
+    if edit == "version":  # same size, another version macro
+        (tmp_path / "b" / "cuda_runtime_api.h").write_text("#define CUDART_VERSION 13010\n" + "// api\n" * 50)
+    else:  # a header the source reaches, inside the toolkit
+        (tmp_path / "b" / "cuda_fp16.hpp").write_text("struct __half { unsigned short x; int y; };\n")
+    assert toolkit_key(base) != toolkit_key(other)
+
+
+KEY_SCRIPT = """
+import json, os, numpy as np, jitkernel as jk
+k = jk.cuda_kernel(name="scaled", input_names=["x"], output_names=["y"],
+                   source="auto i = cooperative_groups::this_grid().thread_rank(); y[i] = x[i] + x[i];")
+k.compile(inputs=[np.zeros(4, np.float16)], output_dtypes=[np.float16], arch="sm_90a")
+k.compile(inputs=[np.zeros(4, np.float32)], output_dtypes=[np.float32], arch="sm_80", target="ptx")
+print(json.dumps(sorted(os.listdir(os.path.join(os.environ["JITKERNEL_CACHE_DIR"], "kernels")))))
+"""
+
+
+def test_two_interpreters_make_the_same_keys(tmp_path):
+    # Different hash seeds, working folders, temp folders and cache folders (so PIDs and paths differ too).
+    names = []
+    for i, seed in enumerate(["1", "4242"]):
+        work = tmp_path / f"work{i}"
+        (work / "tmp").mkdir(parents=True)
+        env = dict(os.environ, PYTHONHASHSEED=seed, TMPDIR=str(work / "tmp"),
+                   JITKERNEL_CACHE_DIR=str(work / "cache"))
+        out = subprocess.run([sys.executable, "-c", KEY_SCRIPT], env=env, cwd=work, capture_output=True, text=True,
+                             timeout=240)
+        assert out.returncode == 0, out.stderr
+        names.append(json.loads(out.stdout.splitlines()[-1]))
+    assert len(names[0]) == 2 and names[0] == names[1]

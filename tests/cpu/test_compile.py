@@ -87,6 +87,17 @@ def test_ptx_target():
     assert b".target sm_90a" in ptx and f".entry {k.entry_name(**sig)}".encode() in ptx
 
 
+def test_an_architecture_the_nvrtc_dropped_names_the_extra_that_has_it():
+    k, sig = CASES["float16"]
+    major = int(jk.toolkit_info()["nvrtc_version"].split(".")[0])
+    if major < 13:
+        pytest.skip("NVRTC 12 still compiles for sm_70")
+    with pytest.raises(jk.ArgumentError, match=r"arch: NVRTC 1\d\.\d+ cannot compile for sm_70 .*jitkernel\[cuda12\]"):
+        k.compile(**sig, arch="sm_70")
+    with pytest.raises(jk.ArgumentError, match=r"sm_999 .*newer NVRTC for newer GPUs"):
+        k.compile(**sig, arch="sm_999")
+
+
 def test_dict_form_compiles_the_same_source():
     k = jk.cuda_kernel(name="named", source="out[0] = inp[0] + 1;")
     listed = jk.cuda_kernel(name="named", input_names=["inp"], output_names=["out"], source="out[0] = inp[0] + 1;")

@@ -1,49 +1,106 @@
-"""Type checkers see the API: a user's script that calls a kernel correctly (list form, dict form, outputs=) passes
-mypy, and one with a misspelt keyword, a wrong type for grid, a positional call or a wrong factory argument is
-reported on exactly those lines (the call runs in C; _cuda_kernel.py declares its signature for type checkers)."""
+"""Type checkers see the API: a user's script that uses every kernel kind correctly (typing_samples/good_usage.py)
+passes mypy and basedpyright (pyright with its own node, from PyPI) without an error, and a script with known
+mistakes (typing_samples/bad_usage.py: a misspelt keyword, a wrong type, a positional call, a missing keyword, a
+result used as the wrong type) is reported on exactly the lines marked ``# mistake``. The calls run in C or check
+their arguments at run time; _call_types.py and the modules' TYPE_CHECKING blocks declare their signatures, and the
+build's jitkernel/_core.pyi types the extension (dtypes, jk.Array). Each checker is skipped when not installed."""
+import importlib.util
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-pytest.importorskip("mypy")
+import jitkernel
 
-GOOD = """
-import numpy as np
-
-import jitkernel as jk
-
-k = jk.cuda_kernel(name="copy", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
-a = np.ones(4, np.float32)
-outs: list = k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))
-named: dict = k(inputs={"a": a}, output_shapes={"b": (4,)}, output_dtypes={"b": jk.float32}, grid=(4, 1, 1),
-                threadgroup=(4, 1, 1))
-given = k(inputs=[a], outputs=[outs[0]], grid=(4, 1, 1), threadgroup=(4, 1, 1), stream=None, init_value=0.0)
-src: str = k.source(inputs=[a], output_dtypes=[jk.float32])
-fast = jk.fast.cuda_kernel(name="f", source="y[0] = x[0];")
-"""
-BAD = """
-import numpy as np
-
-import jitkernel as jk
-
-k = jk.cuda_kernel(name="copy", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
-a = np.ones(4, np.float32)
-k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], gird=(4, 1, 1), threadgroup=(4, 1, 1))  # 8
-k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=4, threadgroup=(4, 1, 1))  # 9
-k([a], grid=(4, 1, 1), threadgroup=(4, 1, 1))  # 10
-jk.cuda_kernel(name=1, source="")  # 11
-"""
+SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "typing_samples")
+PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def test_mypy_accepts_good_calls_and_reports_bad_ones(tmp_path):
-    (tmp_path / "good.py").write_text(textwrap.dedent(GOOD))
-    (tmp_path / "bad.py").write_text(textwrap.dedent(BAD))
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--python-version",
-                           f"{sys.version_info.major}.{sys.version_info.minor}", "good.py", "bad.py"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+def _marked_lines(name: str) -> set:
+    with open(os.path.join(SAMPLES, name), encoding="utf-8") as f:
+        return {n for n, line in enumerate(f, 1) if re.search(r"#\s*mistake\s*$", line)}
+
+
+STUB = os.path.join(os.path.dirname(jitkernel.__file__), "_core.pyi")
+
+
+@pytest.fixture
+def samples(tmp_path):
+    """The samples copied to a folder of their own (checkers read the installed jitkernel, not the source tree)."""
+    if not os.path.exists(STUB):  # the samples use the extension's types (jk.Array, dtypes' attributes)
+        pytest.skip("jitkernel was built with JITKERNEL_STUBS=OFF (no _core.pyi)")
+    for name in ("good_usage.py", "bad_usage.py"):
+        shutil.copy(os.path.join(SAMPLES, name), tmp_path / name)
+    return tmp_path
+
+
+def test_bad_sample_marks_its_mistakes():
+    assert len(_marked_lines("bad_usage.py")) >= 15
+    assert not _marked_lines("good_usage.py")
+
+
+def test_mypy_accepts_good_calls_and_reports_bad_ones(samples):
+    pytest.importorskip("mypy")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--python-version", PYTHON_VERSION,
+                           "good_usage.py", "bad_usage.py"],
+                          capture_output=True, text=True, cwd=samples, timeout=300)
     errors = re.findall(r"^(\w+)\.py:(\d+): error", proc.stdout, re.M)
-    assert not [line for name, line in errors if name == "good"], proc.stdout
-    assert {int(line) for name, line in errors if name == "bad"} == {8, 9, 10, 11}, proc.stdout
+    assert errors, proc.stdout + proc.stderr
+    assert not [line for name, line in errors if name == "good_usage"], proc.stdout
+    assert {int(line) for name, line in errors if name == "bad_usage"} == _marked_lines("bad_usage.py"), proc.stdout
+
+
+def _basedpyright(samples, *files):
+    if importlib.util.find_spec("basedpyright") is None:
+        pytest.skip("basedpyright is not installed (pip install 'jitkernel[test]')")
+    (samples / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "standard"}))
+    proc = subprocess.run([sys.executable, "-m", "basedpyright", "--outputjson", "--pythonpath", sys.executable,
+                           "--pythonversion", PYTHON_VERSION, *files],
+                          capture_output=True, text=True, cwd=samples, timeout=300)
+    report = json.loads(proc.stdout)
+    return [(os.path.basename(d["file"]), d["range"]["start"]["line"] + 1, d["message"])
+            for d in report["generalDiagnostics"] if d["severity"] == "error"]
+
+
+def test_basedpyright_accepts_good_calls_and_reports_bad_ones(samples):
+    errors = _basedpyright(samples, "good_usage.py", "bad_usage.py")
+    assert not [e for e in errors if e[0] == "good_usage.py"], errors
+    assert {line for name, line, _ in errors if name == "bad_usage.py"} == _marked_lines("bad_usage.py"), errors
+
+
+def test_extension_stub_is_installed_and_valid(samples):
+    """The build installs jitkernel/_core.pyi (nanobind's stubgen); both checkers accept it as it is."""
+    with open(STUB, encoding="utf-8") as f:
+        text = f.read()
+    for declaration in ("class DType:", "class Array:", "class CudaKernelBase:", "def dtype_from_name(name: str) "
+                        "-> DType | None", "float32: DType", "def inspect_binary("):
+        assert declaration in text, declaration
+    os.makedirs(samples / "jitkernel")
+    shutil.copy(STUB, samples / "jitkernel" / "_core.pyi")
+    if importlib.util.find_spec("mypy") is not None:
+        proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "jitkernel/_core.pyi"],
+                              capture_output=True, text=True, cwd=samples, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    if importlib.util.find_spec("basedpyright") is not None:
+        assert _basedpyright(samples, "jitkernel/_core.pyi") == []
+
+
+def test_launch_only_keywords_match_the_call():
+    """The queries' ignored keywords (LaunchOnly, for type checkers) are the call's keywords but the signature's."""
+    from jitkernel import _call_types
+
+    launch_only = set(jitkernel._core._call_keywords) - {"inputs", "output_dtypes", "template"}
+    assert set(_call_types.LaunchOnly.__optional_keys__) == launch_only
+
+
+def test_typing_is_not_imported_at_run_time():
+    """The declarations cost no import time: neither typing nor _call_types is imported by ``import jitkernel``."""
+    code = ("import sys, jitkernel, jitkernel.fast; "
+            "print(sorted(m for m in ('typing', 'jitkernel._call_types') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

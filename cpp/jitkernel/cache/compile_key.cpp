@@ -1,10 +1,14 @@
 // The compile key of compile_key.hpp: the fields in a fixed order, then each
-// -I folder with, for a toolkit's, its fingerprint (taken once per process),
-// then the include closure of the source.
+// -I folder (a toolkit's by its content fingerprint, taken once per process,
+// not by its path), then the include closure of the source. Nothing in it
+// depends on where a toolkit is installed or when: a cache filled on one
+// machine answers another with the same toolkit and arguments.
 #include "jitkernel/cache/compile_key.hpp"
 
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "jitkernel/cache/file_identity.hpp"
 #include "jitkernel/cache/key_builder.hpp"
@@ -24,9 +28,13 @@ constexpr const char* kToolkitHeaders[] = {
 };
 // A folder holding one of these is a toolkit's (CUDA runtime headers, CCCL).
 constexpr const char* kToolkitMarkers[] = {"cuda_runtime_api.h", "cuda/std/__cccl/version.h"};
+// How much of each header the fingerprint hashes: the version macros sit in
+// the first few KiB (CUDART_VERSION ~6 KiB into cuda_runtime_api.h); the
+// size covers the rest. Whole files would cost milliseconds per process.
+constexpr std::size_t kHeadBytes = 16 * 1024;
 
 struct IncludeFolder {
-  std::string fingerprint;  // the folder's own size+mtime and its toolkit headers'
+  std::string fingerprint;  // its toolkit headers' sizes and heads
   bool toolkit = false;
 };
 
@@ -40,12 +48,11 @@ const IncludeFolder& include_folder(const std::string& dir) {
     if (it != memo->end()) return it->second;
   }
   IncludeFolder f;
-  f.fingerprint = stat_fingerprint(dir);
   for (const char* header : kToolkitHeaders) {
-    const std::string stat = stat_fingerprint(dir + "/" + header);
-    f.fingerprint += std::string("\n") + header + ": " + stat;
+    const std::string identity = head_fingerprint(dir + "/" + header, kHeadBytes);
+    f.fingerprint += std::string(header) + ": " + identity + "\n";
     for (const char* marker : kToolkitMarkers)
-      if (stat != "missing" && std::string_view(header) == marker) f.toolkit = true;
+      if (identity != "missing" && std::string_view(header) == marker) f.toolkit = true;
   }
   std::lock_guard<std::mutex> lock(mutex);
   return memo->emplace(dir, std::move(f)).first->second;
@@ -54,25 +61,37 @@ const IncludeFolder& include_folder(const std::string& dir) {
 }  // namespace
 
 CompileKey compile_key(const CompileKeyFields& in) {
+  IncludeSearch search;
+  search.program_name = in.program_name;
+  search.include_dirs = in.include_dirs;
+  // A toolkit folder is named by its place among the toolkit folders, in the
+  // key's fields and in the options that name it ("-I<toolkit 0>").
+  std::unordered_map<std::string, std::string> toolkit_flags;
+  std::vector<std::pair<std::string, std::string>> dir_fields;
+  for (const std::string& dir : in.include_dirs) {
+    // Another folder's files are covered one by one by the closure (its own
+    // mtime, which any editor's temp file changes, would only cost misses).
+    const IncludeFolder& f = include_folder(dir);
+    if (!f.toolkit) {
+      dir_fields.emplace_back("include dir", dir);
+      continue;
+    }
+    const std::string name = "<toolkit " + std::to_string(search.toolkit_dirs.size()) + ">";
+    dir_fields.emplace_back("toolkit folder " + name, f.fingerprint);
+    toolkit_flags.emplace("-I" + dir, "-I" + name);
+    search.toolkit_dirs.push_back(dir);
+  }
   KeyBuilder key;
   key.add("source", in.source)
       .add("program name", in.program_name)
       .add("target", in.target)
       .add("arch", in.arch)
       .add("compiler", in.compiler);
-  for (const std::string& option : in.options) key.add("option", option);
-  IncludeSearch search;
-  search.program_name = in.program_name;
-  search.include_dirs = in.include_dirs;
-  for (const std::string& dir : in.include_dirs) {
-    key.add("include dir", dir);
-    // Another folder's files are covered one by one by the closure (its own
-    // mtime, which any editor's temp file changes, would only cost misses).
-    const IncludeFolder& f = include_folder(dir);
-    if (!f.toolkit) continue;
-    key.add("toolkit folder", f.fingerprint);
-    search.toolkit_dirs.push_back(dir);
+  for (const std::string& option : in.options) {
+    auto portable = toolkit_flags.find(option);
+    key.add("option", portable == toolkit_flags.end() ? option : portable->second);
   }
+  for (const auto& [label, value] : dir_fields) key.add(label, value);
   IncludeClosure closure = include_closure(in.source, search);
   for (const auto& [path, state] : closure.files) key.add(path, state);
   if (!closure.incomplete.empty()) key.add("not covered", closure.incomplete);

@@ -6,19 +6,24 @@
 //   format, jitkernel     the entry format and jitkernel's version (every
 //                         key starts with them: key_builder.hpp)
 //   source, program name, target, arch, compiler, option...   the fields below
-//   include dir           each -I folder, and for one that holds a toolkit
-//   toolkit folder        (the CUDA runtime's or CCCL's headers) its
-//                         fingerprint: the folder's size+mtime and those of the
-//                         headers that pull in the rest and of the version
-//                         headers, taken once per process (editing a header
-//                         inside an installed toolkit in place is not noticed;
-//                         reinstalling it is)
+//   include dir           each -I folder by its path; one that holds a
+//   toolkit folder        toolkit (the CUDA runtime's or CCCL's headers)
+//                         instead by its content fingerprint, not its path:
+//                         the size and the first 16 KiB of the headers that
+//                         pull in the rest and of the version headers, taken
+//                         once per process (so the same toolkit installed at
+//                         another path or time gives the same key; an in-place
+//                         edit of a toolkit header that keeps its size is not
+//                         noticed, reinstalling another version is); an
+//                         option naming a toolkit folder ("-I<path>") is
+//                         hashed as "-I<toolkit i>"
 //   <path> -> <state>     the include closure (include_closure.hpp): every
 //                         file the compile can read through #include, wherever
 //                         it is (absolute or relative path, -I folder, nested
 //                         in another header), with the places looked at before
 //                         it: the content of each file outside the toolkit's
-//                         folders, the size+mtime of each one inside them
+//                         folders, the size of each one inside them (named
+//                         relative to its toolkit folder)
 //   not covered           why the closure cannot be known before compiling
 //                         (an #include whose file a macro names), if so: such
 //                         a compile is kept in memory only

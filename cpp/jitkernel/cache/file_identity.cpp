@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "jitkernel/cache/file_io.hpp"
+#include "jitkernel/cache/sha256.hpp"
 
 namespace jk::cache {
 namespace {
@@ -90,6 +91,16 @@ std::string stat_fingerprint(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return "missing";
   return size_and_mtime(st);
+}
+
+std::string head_fingerprint(const std::string& path, std::size_t head_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st;
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "missing";
+  const std::size_t size = static_cast<std::size_t>(st.st_size);
+  std::string head(size < head_bytes ? size : head_bytes, '\0');
+  if (!head.empty() && !read_at(fd.get(), head.data(), head.size(), 0)) return "unreadable";
+  return "size " + std::to_string(st.st_size) + " head " + to_hex(sha256(head));
 }
 
 std::string stat_identity(const std::string& path) {

@@ -3,6 +3,7 @@
 // as key fields without reading the files whole.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace jk::cache {
@@ -14,6 +15,12 @@ std::string file_identity(const std::string& path);
 
 // Size and modification time (ns) of `path`, or "missing": one stat.
 std::string stat_fingerprint(const std::string& path);
+
+// Content identity of a header without reading it whole: its size and the
+// SHA-256 of its first `head_bytes` bytes (where release headers keep their
+// version macros), or "missing". Unlike stat_fingerprint it is the same for
+// the same file installed at another path or time.
+std::string head_fingerprint(const std::string& path, std::size_t head_bytes);
 
 // Device, inode, size, modification and status-change times (ns) of `path`
 // (links followed), or "missing": one stat. Replacing, writing, renaming

@@ -116,9 +116,7 @@ class Walk {
     }
     for (const std::string& dir : toolkit_) {
       if (inside(path, dir)) {
-        record(path, "toolkit size " + std::to_string(st.st_size) + " mtime " +
-                         std::to_string(mtime_ns(st)),
-               Seen::Found);
+        record(path, "toolkit size " + std::to_string(st.st_size), Seen::Found);
         return true;
       }
     }
@@ -134,7 +132,19 @@ class Walk {
 
   void record(const std::string& path, std::string state, Seen seen) {
     seen_.emplace(path, seen);
-    out_.files.emplace_back(path, std::move(state));
+    out_.files.emplace_back(portable(path), std::move(state));
+  }
+
+  // A path inside toolkit folder i as "<toolkit i>/relative": the same toolkit installed elsewhere gives the
+  // same closure (and so the same compile key).
+  std::string portable(const std::string& path) const {
+    for (std::size_t i = 0; i < toolkit_.size(); ++i) {
+      if (inside(path, toolkit_[i])) {
+        const std::size_t skip = toolkit_[i].size() + (toolkit_[i].back() == '/' ? 0 : 1);
+        return "<toolkit " + std::to_string(i) + ">/" + path.substr(skip);
+      }
+    }
+    return path;
   }
 
   const IncludeSearch& search_;

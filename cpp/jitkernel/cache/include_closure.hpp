@@ -19,7 +19,9 @@
 // Files inside the toolkit's folders are neither read nor scanned (CCCL
 // alone is hundreds of headers, and a warm start must stay one stat per
 // toolkit header): the key covers them by the toolkit's fingerprint and
-// their size and modification time.
+// their size, named relative to their toolkit folder ("<toolkit i>/name", i
+// its place in IncludeSearch::toolkit_dirs), so that the same toolkit
+// installed at another path or at another time gives the same closure.
 #pragma once
 
 #include <string>
@@ -39,8 +41,9 @@ struct IncludeSearch {
 
 struct IncludeClosure {
   // (absolute path, state) for every path the compile may look at, each
-  // once, depth first in the order the directives name them: "sha256 <hex>"
-  // for a file read, "toolkit size S mtime M" for one in a toolkit folder,
+  // once, depth first in the order the directives name them (paths in a
+  // toolkit folder as "<toolkit i>/relative"): "sha256 <hex>"
+  // for a file read, "toolkit size S" for one in a toolkit folder,
   // "absent" where a name was looked for and nothing is, "not a regular
   // file" / "unusable: <errno text>" where the search went on past it.
   std::vector<std::pair<std::string, std::string>> files;

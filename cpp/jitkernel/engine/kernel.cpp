@@ -3,11 +3,14 @@
 // one hash lookup), reads the device's compiled kernel from it and hands the
 // launch to the backend. Codegen runs once per plan key; compiling and
 // loading once per plan and device (the backends' content-keyed caches dedup
-// across kernels); every argument check runs before any GPU work.
+// across kernels); every argument check runs before any GPU work. A first
+// load that succeeds is also where the call record (JITKERNEL_RECORD) learns
+// of a signature.
 #include "jitkernel/engine/kernel.hpp"
 
 #include <utility>
 
+#include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/engine/validate_call.hpp"
 
 namespace jk {
@@ -32,16 +35,19 @@ LaunchPlan& Kernel::plan_for(const KernelCall& call) {
   return *plan;
 }
 
-CompiledKernel Kernel::compiled_on(LaunchPlan& plan, int device) {
+CompiledKernel Kernel::compiled_on(LaunchPlan& plan, int device, const KernelCall& call) {
   CompiledKernel compiled{plan.compiled_on(device)};
   if (compiled.handle == nullptr) {
     compiled = backend_.compile_or_load(spec_, plan.kernel, device);
     plan.remember(device, compiled);
+    record_call(spec_, backend_, signature_of(call.inputs, call.output_dtypes, call.template_args));
   }
   return compiled;
 }
 
-CompiledKernel Kernel::load(const KernelCall& call, int device) { return compiled_on(plan_for(call), device); }
+CompiledKernel Kernel::load(const KernelCall& call, int device) {
+  return compiled_on(plan_for(call), device, call);
+}
 
 std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
   LaunchPlan& plan = plan_for(call);
@@ -56,7 +62,7 @@ std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
   const int device = validate_call(backend_, call, *launch, spec_.ensure_row_contiguous);
   // Compile and load before the launch, so that a CompileError leaves nothing
   // enqueued (outputs= untouched by init_value).
-  const CompiledKernel compiled = compiled_on(plan, device);
+  const CompiledKernel compiled = compiled_on(plan, device, call);
   return backend_.launch(spec_, plan.kernel, compiled, call, *launch, device);
 }
 

@@ -40,7 +40,7 @@ class Kernel {
 
  private:
   LaunchPlan& plan_for(const KernelCall& call);
-  CompiledKernel compiled_on(LaunchPlan& plan, int device);
+  CompiledKernel compiled_on(LaunchPlan& plan, int device, const KernelCall& call);
 
   const KernelSpec spec_;
   const Backend& backend_;

@@ -72,9 +72,15 @@ void check_arch_supported(const ParsedArch& arch, const std::string& spelled) {
   auto [major, minor] = nvrtc_version();
   std::string list;
   for (int a : archs) list += (list.empty() ? "sm_" : ", sm_") + std::to_string(a);
+  // The pip extras name the NVRTC that fits: CUDA 13 starts at sm_75, CUDA 12 reaches down to sm_50.
+  const bool older = !archs.empty() && arch.number < archs.front();
+  const std::string hint = older && major >= 13
+                               ? "; for this GPU install NVRTC 12: `pip install \"jitkernel[cuda12]\"` (sm_50 to sm_90, "
+                                 "sm_100/sm_120 from 12.8; runs on r525+ drivers)"
+                               : "; use a newer NVRTC for newer GPUs (`pip install -U \"jitkernel[cuda]\"`) or an "
+                                 "older one for older GPUs";
   throw ArgumentError("arch", "NVRTC " + std::to_string(major) + "." + std::to_string(minor) +
-                                  " cannot compile for " + spelled + " (it supports " + list +
-                                  "); use a newer NVRTC for newer GPUs or an older one for older GPUs");
+                                  " cannot compile for " + spelled + " (it supports " + list + ")" + hint);
 }
 
 // Owns an nvrtcProgram.

@@ -1,0 +1,291 @@
+"""Cache bundles: ``export_cache(path)`` writes compile cache entries into one file to ship with a container image
+or a job; ``import_cache(path)`` checks all of it, then stores each entry through the cache's own atomic store (or
+into a folder that can serve as a read-only tier, ``into=``).
+
+Format (all integers little-endian; docs/precompile.md)::
+
+    0      8  magic b"\\x89JKB\\r\\n\\x1a\\n"
+    8      4  format version (1)
+    12     4  manifest size M
+    16     M  manifest: UTF-8 JSON {"format": 1, "jitkernel": version, "total_bytes": N,
+              "entries": [{"name": "<64 hex>.jkc", "size": n, "sha256": "<64 hex>"}, ...]}
+    16+M  32  SHA-256 of the bytes before it (magic, version, size and manifest)
+    ...       the entry files' bytes, in manifest order (N bytes in all)
+    end-32 32 SHA-256 of everything before it
+
+Import trusts nothing in the file: the manifest is bounded and checksummed before it is parsed; member names must
+be entry names (so no path, no ``..``, no link can be expressed); sizes are bounded per entry and in total, and the
+file's size must match them before any entry is read; each entry's SHA-256, its own header and checksum (the cache's
+check) and the whole file's checksum are verified, all before the first write. Any violation is a ``BundleError``
+naming the file and what was wrong, and nothing is written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import struct
+from dataclasses import dataclass
+
+from . import _core
+from ._errors import ArgumentError, ArgumentTypeError, BundleError
+
+MAGIC = b"\x89JKB\r\n\x1a\n"
+FORMAT = 1
+MAX_MANIFEST_BYTES = 64 << 20
+MAX_ENTRY_BYTES = 1 << 30  # the cache's default cap: no larger entry could be stored
+MAX_TOTAL_BYTES = 16 << 30
+_HEADER = struct.Struct("<8sII")
+_DIGEST = 32
+_ENTRY_HEADER = 96  # cpp/jitkernel/cache/entry.hpp
+_NAME = re.compile(r"[0-9a-f]{64}\.jkc")
+_HEX = re.compile(r"[0-9a-f]{64}")
+_MANIFEST_KEYS = {"format", "jitkernel", "total_bytes", "entries"}
+_MEMBER_KEYS = {"name", "size", "sha256"}
+
+
+@dataclass(frozen=True)
+class BundleReport:
+    """What ``export_cache`` / ``import_cache`` did."""
+
+    path: str  # the bundle
+    entries: int  # entries in the bundle
+    bytes: int  # their bytes
+    stored: int  # import: entries written (0 for export)
+    jitkernel: str  # the version that wrote the bundle (its entries hit only in that version)
+
+
+def _read_entry_file(folder_fd: int, name: str, limit: int) -> bytes | None:
+    """The bytes of entry file ``name`` when it is a regular file (no link followed, never blocking) of at most
+    ``limit`` bytes, else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = f.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def _cache_entries_folder(directory: str | None) -> str:
+    if directory is None:
+        directory = _core._cache_active_directory()
+        if directory is None:
+            raise BundleError("export: the compile cache is off (see python -m jitkernel cache info)")
+    return os.path.join(directory, "kernels")
+
+
+def export_cache(path, keys=None, directory=None) -> BundleReport:
+    """Writes the valid entries of the compile cache (or of the cache folder ``directory``) into the bundle at
+    ``path`` (replaced atomically). ``keys``: only these (hex keys or entry names); a key with no valid entry is an
+    ArgumentError. Damaged entries are left out."""
+    path = os.fspath(path)
+    folder = _cache_entries_folder(None if directory is None else os.fspath(directory))
+    wanted = None if keys is None else [_key_name(k) for k in keys]
+    try:
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        if wanted:
+            raise ArgumentError("keys", f"no entry for {wanted[0]} ({folder}: {e.strerror})") from None
+        folder_fd = None
+    members = []
+    try:
+        names = wanted if wanted is not None else sorted(
+            n for n in (os.listdir(folder_fd) if folder_fd is not None else ()) if _NAME.fullmatch(n))
+        for name in dict.fromkeys(names):
+            data = None if folder_fd is None else _read_entry_file(folder_fd, name, MAX_ENTRY_BYTES)
+            if data is not None and _core._cache_entry_check(name[:64], data) == "":
+                members.append((name, data))
+            elif wanted is not None:
+                raise ArgumentError("keys", f"no valid entry {name} in {folder}")
+    finally:
+        if folder_fd is not None:
+            os.close(folder_fd)
+    _write_bundle(path, members)
+    return BundleReport(path, len(members), sum(len(d) for _, d in members), 0, _core.__version__)
+
+
+def _key_name(key) -> str:
+    if not isinstance(key, str):
+        raise ArgumentTypeError("keys", f"expected hex keys or entry names (strings), got {type(key).__name__}")
+    name = key if key.endswith(".jkc") else key + ".jkc"
+    if not _NAME.fullmatch(name):
+        raise ArgumentError("keys", f"expected a 64-digit lowercase hex key or '<key>.jkc', got {key!r}")
+    return name
+
+
+def _write_bundle(path: str, members) -> None:
+    manifest = json.dumps({
+        "format": FORMAT, "jitkernel": _core.__version__, "total_bytes": sum(len(d) for _, d in members),
+        "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in members],
+    }, sort_keys=True).encode()
+    head = _HEADER.pack(MAGIC, FORMAT, len(manifest)) + manifest
+    whole = hashlib.sha256()
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "wb") as f:
+            for chunk in (head, hashlib.sha256(head).digest(), *(d for _, d in members)):
+                f.write(chunk)
+                whole.update(chunk)
+            f.write(whole.digest())
+        os.replace(temp, path)
+    except OSError as e:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise BundleError(f"{path}: cannot be written ({e.strerror or e})") from None
+
+
+def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
+    """(head bytes, version string, members) of the bundle open as ``f``: everything but the entries, checked."""
+    def bad(message):
+        return BundleError(f"{path}: {message}")
+
+    fixed = f.read(_HEADER.size)
+    if len(fixed) < _HEADER.size:
+        raise bad("truncated (shorter than a bundle header)")
+    magic, version, size = _HEADER.unpack(fixed)
+    if magic != MAGIC:
+        raise bad("not a jitkernel cache bundle (bad magic)")
+    if version != FORMAT:
+        raise bad(f"bundle format version {version}; this jitkernel reads version {FORMAT}")
+    if size > MAX_MANIFEST_BYTES or _HEADER.size + size + 2 * _DIGEST > file_size:
+        raise bad(f"manifest size {size} is larger than the file or than {MAX_MANIFEST_BYTES} bytes")
+    head = fixed + f.read(size)
+    if hashlib.sha256(head).digest() != f.read(_DIGEST):
+        raise bad("manifest checksum mismatch (damaged or altered)")
+    try:
+        manifest = json.loads(head[_HEADER.size:].decode("utf-8"), object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError) as e:
+        raise bad(f"manifest is not valid JSON ({e})") from None
+    if not isinstance(manifest, dict) or set(manifest) != _MANIFEST_KEYS or manifest["format"] != FORMAT \
+            or not isinstance(manifest["entries"], list) or not isinstance(manifest["jitkernel"], str):
+        raise bad(f"manifest must be an object with the keys {', '.join(sorted(_MANIFEST_KEYS))}")
+    members, names, total = [], set(), 0
+    for i, m in enumerate(manifest["entries"]):
+        if not isinstance(m, dict) or set(m) != _MEMBER_KEYS:
+            raise bad(f"manifest entry {i}: expected an object with the keys name, sha256, size")
+        name, n, digest = m["name"], m["size"], m["sha256"]
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise bad(f"member {name!r}: not a cache entry name ('<64 hex digits>.jkc'); refused")
+        if name in names:
+            raise bad(f"member {name}: appears twice")
+        if isinstance(n, bool) or not isinstance(n, int) or not _ENTRY_HEADER <= n <= MAX_ENTRY_BYTES:
+            raise bad(f"member {name}: size {n!r} is outside {_ENTRY_HEADER}..{MAX_ENTRY_BYTES} bytes")
+        if not isinstance(digest, str) or not _HEX.fullmatch(digest):
+            raise bad(f"member {name}: sha256 must be 64 lowercase hex digits")
+        names.add(name)
+        total += n
+        members.append((name, n, digest))
+    if total != manifest["total_bytes"] or total > max_bytes:
+        raise bad(f"entries total {total} bytes; the manifest says {manifest['total_bytes']!r} and the limit is "
+                  f"{max_bytes}")
+    if file_size != len(head) + _DIGEST + total + _DIGEST:
+        raise bad(f"file is {file_size} bytes; its manifest describes {len(head) + 2 * _DIGEST + total} "
+                  f"(truncated or extended)")
+    return head, manifest["jitkernel"], members
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("an object repeats a key")
+    return dict(pairs)
+
+
+def read_bundle(path, max_bytes: int = MAX_TOTAL_BYTES) -> tuple:
+    """(jitkernel version, [(name, entry bytes)]) of the bundle at ``path``, every check passed (BundleError)."""
+    path = os.fspath(path)
+    try:  # non-blocking: a FIFO or device in its place is refused, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise BundleError(f"{path}: cannot be read ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BundleError(f"{path}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        head, version, members = _manifest(path, f, st.st_size, max_bytes)
+        whole = hashlib.sha256(head)
+        whole.update(hashlib.sha256(head).digest())
+        entries = []
+        for name, size, digest in members:
+            data = f.read(size)
+            whole.update(data)
+            if len(data) != size:
+                raise BundleError(f"{path}: member {name}: truncated")
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise BundleError(f"{path}: member {name}: checksum mismatch")
+            why = _core._cache_entry_check(name[:64], data)
+            if why:
+                raise BundleError(f"{path}: member {name}: not a valid cache entry ({why})")
+            entries.append((name, data))
+        if whole.digest() != f.read(_DIGEST) or f.read(1):
+            raise BundleError(f"{path}: file checksum mismatch (damaged or altered)")
+    return version, entries
+
+
+def import_cache(path, into=None, max_bytes: int = MAX_TOTAL_BYTES) -> BundleReport:
+    """Checks the whole bundle at ``path`` (BundleError, nothing written), then stores its entries: through the
+    compile cache's own store (its folder, cap and atomic writes), or with ``into`` as entry files of the folder
+    ``into`` (``into/kernels/<key>.jkc``, created 0755/0644 less the umask: a folder to name in
+    ``JITKERNEL_CACHE_READONLY_DIRS``). ``max_bytes``: the most entry bytes a bundle may hold."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        raise ArgumentTypeError("max_bytes", f"expected a non-negative int, got {max_bytes!r}")
+    version, entries = read_bundle(path, max_bytes)
+    if into is not None:
+        stored = _write_into(os.fspath(into), entries)
+    else:
+        from ._cache import cache_info
+
+        if _core._cache_active_directory() is None:
+            raise BundleError(f"{os.fspath(path)}: cannot import: the compile cache is off (see python -m "
+                              f"jitkernel cache info)")
+        before = cache_info().stores
+        for name, data in entries:
+            _core._cache_store_entry(name[:64], data)
+        stored = cache_info().stores - before
+    return BundleReport(os.fspath(path), len(entries), sum(len(d) for _, d in entries), stored, version)
+
+
+def _write_into(directory: str, entries) -> int:
+    """Writes each entry file into ``directory``/kernels (temp file + rename, never through a link); returns how
+    many were written."""
+    kernels = os.path.join(directory, "kernels")
+    try:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        try:
+            os.mkdir(kernels, 0o755)
+        except FileExistsError:
+            pass
+        fd = os.open(kernels, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise ArgumentError("into", f"{kernels} cannot be used as a folder ({e.strerror or e})") from None
+    try:
+        for where in (os.stat(directory), os.fstat(fd)):
+            if where.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                raise ArgumentError("into", f"{directory} or its kernels folder is writable by group or others; "
+                                            f"a read-only tier refuses such a folder")
+        for name, data in entries:
+            temp = f"{name[:64]}.{os.getpid()}.import.tmp"
+            try:
+                out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                              dir_fd=fd)
+                with os.fdopen(out, "wb") as f:
+                    f.write(data)
+                os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except OSError as e:
+                try:
+                    os.unlink(temp, dir_fd=fd)
+                except OSError:
+                    pass
+                raise BundleError(f"{kernels}/{name}: cannot be written ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    return len(entries)

@@ -1,0 +1,207 @@
+"""Cache bundles: ``jk.export_cache`` / ``jk.import_cache`` and ``python -m jitkernel cache export|import``. A round
+trip gives identical entry files (through the cache's own store, or ``into=`` a folder laid out as a read-only
+tier); hostile bundles (names that are paths, absolute or not entry names, a huge declared size, a truncated or
+extended file, bad checksums of an entry, the manifest or the file, another version, duplicate names, a valid
+checksum over an entry that is not one) are refused with a BundleError saying what was wrong, and nothing is
+written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jitkernel as jk
+from jitkernel import _bundle, _core
+
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    """Points the compile cache at a fresh folder; returns a function that points it at another."""
+    def use(folder):
+        monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(folder))
+        _core._cache_reset()
+        return folder
+
+    use(tmp_path / "cache")
+    yield use
+    monkeypatch.undo()
+    _core._cache_reset()
+
+
+def fill(n: int = 3) -> None:
+    """Compiles n kernels for two archs into the current cache (2n entries)."""
+    for i in range(n):
+        k = jk.cuda_kernel(name="k", input_names=["a"], output_names=["b"], source=f"b[0] = a[0] * {i + 1};")
+        for arch in ("sm_80", "sm_90a"):
+            k.compile(inputs=[np.zeros(2, np.float32)], output_dtypes=[jk.float32], arch=arch)
+
+
+def entries(folder) -> dict:
+    return {p.name: p.read_bytes() for p in sorted((folder / "kernels").glob("*.jkc"))}
+
+
+def test_round_trip_through_the_cache_and_into_a_folder(cache, tmp_path):
+    source = cache(tmp_path / "source")
+    fill()
+    bundle = tmp_path / "kernels.jkbundle"
+    report = jk.export_cache(bundle)
+    assert report.entries == 6 and report.bytes == sum(len(d) for d in entries(source).values())
+    target = cache(tmp_path / "target")
+    before = jk.cache_info()
+    report = jk.import_cache(bundle)
+    assert (report.entries, report.stored, report.jitkernel) == (6, 6, jk.__version__)
+    assert entries(target) == entries(source)
+    assert jk.cache_info().stores - before.stores == 6
+    tier = tmp_path / "tier"
+    assert jk.import_cache(bundle, into=tier).stored == 6
+    assert entries(tier) == entries(source)
+    assert not stat.S_IMODE(os.stat(tier / "kernels").st_mode) & 0o022
+    assert all(not stat.S_IMODE(p.stat().st_mode) & 0o022 for p in (tier / "kernels").iterdir())
+
+
+def test_export_chosen_keys_and_other_folders(cache, tmp_path):
+    source = cache(tmp_path / "source")
+    fill(2)
+    names = sorted(entries(source))
+    bundle = tmp_path / "some.jkbundle"
+    assert jk.export_cache(bundle, keys=[names[0][:64], names[1]]).entries == 2
+    cache(tmp_path / "other")
+    assert jk.export_cache(tmp_path / "all.jkbundle", directory=source).entries == 4
+    assert jk.export_cache(tmp_path / "none.jkbundle").entries == 0  # an empty cache exports an empty bundle
+    assert jk.import_cache(tmp_path / "none.jkbundle").entries == 0
+    with pytest.raises(jk.ArgumentError, match="keys"):
+        jk.export_cache(bundle, keys=["0" * 64], directory=source)
+    with pytest.raises(jk.ArgumentError, match="keys"):
+        jk.export_cache(bundle, keys=["../../etc/passwd"])
+    (source / "kernels" / names[2]).write_bytes(b"damaged")  # a damaged entry is left out
+    assert jk.export_cache(tmp_path / "rest.jkbundle", directory=source).entries == 3
+
+
+def build(members, *, version=1, magic=_bundle.MAGIC, manifest=None, total=None, tamper=None) -> bytes:
+    """A bundle of (name, bytes) members written by hand, with one thing changed."""
+    listing = manifest if manifest is not None else {
+        "format": 1, "jitkernel": jk.__version__, "total_bytes": sum(len(d) for _, d in members) if total is None
+        else total, "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
+                                for n, d in members]}
+    text = json.dumps(listing).encode()
+    head = struct.pack("<8sII", magic, version, len(text)) + text
+    body = head + hashlib.sha256(head).digest() + b"".join(d for _, d in members)
+    data = body + hashlib.sha256(body).digest()
+    return tamper(data) if tamper else data
+
+
+@pytest.fixture
+def good(cache, tmp_path):
+    """(members of a valid bundle, the folder to import into)."""
+    cache(tmp_path / "source")
+    fill(2)
+    members = sorted(entries(tmp_path / "source").items())
+    cache(tmp_path / "target")
+    return members
+
+
+def flip(offset):
+    def change(data):
+        at = offset % len(data)
+        return data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
+    return change
+
+
+def renamed(members, name):
+    return [(name, members[0][1])] + members[1:]
+
+
+HOSTILE = {
+    "traversal": (lambda m: build(renamed(m, "../" + m[0][0])), "not a cache entry name"),
+    "absolute": (lambda m: build(renamed(m, "/tmp/" + m[0][0])), "not a cache entry name"),
+    "subfolder": (lambda m: build(renamed(m, "kernels/" + m[0][0])), "not a cache entry name"),
+    "uppercase": (lambda m: build(renamed(m, m[0][0].upper())), "not a cache entry name"),
+    "not a string": (lambda m: build(m, manifest={"format": 1, "jitkernel": "x", "total_bytes": 0,
+                                                  "entries": [{"name": 7, "size": 96, "sha256": "0" * 64}]}),
+                     "not a cache entry name"),
+    "huge size": (lambda m: build(m, manifest={"format": 1, "jitkernel": "x", "total_bytes": 1 << 50, "entries": [
+        {"name": m[0][0], "size": 1 << 50, "sha256": "0" * 64}]}), "outside"),
+    "huge total": (lambda m: build(m, total=1 << 50), "entries total"),
+    "truncated": (lambda m: build(m)[:-40], "truncated or extended"),
+    "extended": (lambda m: build(m) + b"\0", "truncated or extended"),
+    "too short": (lambda m: build(m)[:10], "truncated"),
+    "entry checksum": (lambda m: build(m, tamper=flip(-40)), "checksum mismatch"),
+    "manifest checksum": (lambda m: build(m, tamper=flip(30)), "manifest checksum mismatch"),
+    "file checksum": (lambda m: build(m, tamper=flip(-1)), "file checksum mismatch"),
+    "version": (lambda m: build(m, version=2), "format version 2"),
+    "magic": (lambda m: build(m, magic=b"PK\x03\x04\0\0\0\0"), "bad magic"),
+    "duplicate": (lambda m: build([m[0], m[0]]), "appears twice"),
+    "not an entry": (lambda m: build([(m[1][0], m[0][1])]), "not a valid cache entry"),
+    "manifest keys": (lambda m: build(m, manifest={"entries": []}), "manifest must be an object"),
+    "manifest size": (lambda m: struct.pack("<8sII", _bundle.MAGIC, 1, 0xFFFFFFFF) + b"\0" * 64, "manifest size"),
+}
+
+
+@pytest.mark.parametrize("why", sorted(HOSTILE))
+def test_hostile_bundles_are_refused_and_nothing_is_written(good, tmp_path, why):
+    make, message = HOSTILE[why]
+    bundle = tmp_path / "hostile.jkbundle"
+    bundle.write_bytes(make(good))
+    before = jk.cache_info()
+    for into in (None, tmp_path / "tier"):
+        with pytest.raises(jk.BundleError, match=message) as e:
+            jk.import_cache(bundle, into=into)
+        assert str(bundle) in str(e.value)
+    assert not (tmp_path / "tier").exists() and jk.cache_info().stores == before.stores
+    assert not list((tmp_path / "target").rglob("*.jkc"))
+
+
+def test_what_is_not_a_bundle_file(good, tmp_path):
+    with pytest.raises(jk.BundleError, match="not a regular file"):
+        jk.import_cache(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(jk.BundleError, match="not a regular file"):
+        jk.import_cache(tmp_path / "fifo")  # refused, not waited on
+    with pytest.raises(jk.BundleError, match="cannot be read"):
+        jk.import_cache(tmp_path / "missing")
+    bundle = tmp_path / "ok.jkbundle"
+    bundle.write_bytes(build(good))
+    with pytest.raises(jk.BundleError, match="limit is 10"):
+        jk.import_cache(bundle, max_bytes=10)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "linked" / "kernels")
+    with pytest.raises(jk.ArgumentError, match="into"):
+        jk.import_cache(bundle, into=tmp_path / "linked")  # never written through a link
+    assert not list((tmp_path / "real").iterdir())
+    (tmp_path / "open").mkdir(mode=0o777)
+    os.chmod(tmp_path / "open", 0o777)
+    with pytest.raises(jk.ArgumentError, match="writable by group or others"):
+        jk.import_cache(bundle, into=tmp_path / "open")
+
+
+def test_command_line(cache, tmp_path):
+    source = cache(tmp_path / "source")
+    fill(1)
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=str(source))
+
+    def run(*args, folder=source):
+        return subprocess.run([sys.executable, "-m", "jitkernel", "cache", *args], capture_output=True, text=True,
+                              env=dict(env, JITKERNEL_CACHE_DIR=str(folder)), timeout=300)
+
+    bundle = tmp_path / "b.jkbundle"
+    out = run("export", str(bundle))
+    assert out.returncode == 0 and "exported 2 entries" in out.stdout, out.stderr
+    out = run("import", str(bundle), folder=tmp_path / "fresh")
+    assert out.returncode == 0 and "imported 2 of 2 entries" in out.stdout, out.stderr
+    assert entries(tmp_path / "fresh") == entries(source)
+    out = run("import", str(bundle), "--into", str(tmp_path / "tier"))
+    assert out.returncode == 0 and entries(tmp_path / "tier") == entries(source)
+    bundle.write_bytes(bundle.read_bytes()[:-1])
+    out = run("import", str(bundle), folder=tmp_path / "fresh2")
+    assert out.returncode == 1 and "BundleError" in out.stderr and "truncated" in out.stderr
+    assert not list(tmp_path.glob("fresh2/kernels/*.jkc"))
+    assert run("import").returncode == 2

@@ -1,0 +1,104 @@
+"""What ``help()`` shows a user: the factories, a kernel of each kind, ``jk.Array`` and the main errors document
+their keywords and what they do. Checked on ``pydoc.render_doc``'s plain text (what ``help(x)`` prints), with
+whitespace collapsed, so that a docstring that loses a keyword or its explanation fails here. No GPU needed."""
+import pydoc
+import re
+
+import pytest
+
+import jitkernel as jk
+
+CALL_KEYWORDS = ["inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template", "init_value",
+                 "verbose", "stream", "outputs"]
+
+
+def _help(obj) -> str:
+    return re.sub(r"\s+", " ", pydoc.render_doc(obj, renderer=pydoc.plaintext).replace(" |", " "))
+
+
+def _check(text: str, keywords, sentences):
+    missing = [k for k in keywords if k not in text] + [s for s in sentences if s not in text]
+    assert not missing, f"missing from help(): {missing}\n{text[:3000]}"
+
+
+@pytest.fixture(scope="module")
+def cuda_kernel():
+    return jk.cuda_kernel(name="copy", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+
+
+def test_help_cuda_kernel_factory():
+    _check(_help(jk.cuda_kernel),
+           ["name", "input_names", "output_names", "source", "header", "ensure_row_contiguous", "shared_memory",
+            "compile_options", "math_mode"],
+           ["A JIT-compiled CUDA kernel from the body ``source`` (MLX's ``mx.fast.cuda_kernel``).",
+            "``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name."])
+
+
+def test_help_cuda_kernel_instance(cuda_kernel):
+    text = _help(cuda_kernel)
+    _check(text, CALL_KEYWORDS + ["cooperative", "cluster", "source(", "compile(", "entry_name(", "attributes(",
+                                  "vjp("],
+           ["call it with keyword arguments only",
+            "Runs the kernel and returns the outputs as a list in output_names order (a dict in the dict form",
+            "``grid``: threads (x, y, z), as in MLX: blocks = ceil(grid / threadgroup)",
+            "raise ``jk.ArgumentTypeError`` / ``jk.ArgumentError`` naming the argument",
+            "The exact CUDA source a call with these arguments compiles (what verbose=True prints). No GPU needed."])
+
+
+def test_help_metal_kernel_factory_and_instance():
+    _check(_help(jk.metal_kernel), ["atomic_outputs", "compile_options", "math_mode", "header"],
+           ["A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).",
+            "Calling needs macOS on Apple silicon"])
+    kernel = jk.metal_kernel(name="mcopy", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+    _check(_help(kernel), CALL_KEYWORDS + ["source(", "kernel_name(", "buffers(", "with_utils"],
+           ["call it with keyword arguments only",
+            "``grid`` counts threads (Metal's dispatchThreads)",
+            "``stream`` must be None (Metal kernels run on jitkernel's own command queue)",
+            "Runs the kernel (keyword arguments only, see the class); returns the outputs, a list or a dict."])
+    _check(_help(jk.MetalKernel), ["template(", "output_shapes", "output_dtypes"],
+           ["everything but the inputs and template values given up front, inputs as keywords",
+            "Runs the kernel on the inputs given by name; returns {output name: array}."])
+
+
+def test_help_precompiled_kernel():
+    _check(_help(jk.precompiled_cuda_kernel),
+           ["name", "compiled_source", "scalars", "shared_memory", "ensure_row_contiguous", "cooperative",
+            "cluster"] + CALL_KEYWORDS[:5],
+           ["Runs the entry point ``name`` of a precompiled CUDA binary and returns its outputs as a list.",
+            "positional arguments, unknown keywords and a missing required one are ArgumentTypeError naming the "
+            "keyword.",
+            "a pointer per input, a pointer per output, then each of ``scalars`` by value."])
+
+
+def test_help_array():
+    _check(_help(jk.Array), ["shape", "dtype", "ndim", "size", "nbytes", "device", "stream", "numpy(",
+                             "__dlpack__", "__cuda_array_interface__"],
+           ["A device array jitkernel allocated",
+            "NumPy inputs are copied to the GPU and the outputs come back as jk.Array",
+            "The element type, a jitkernel dtype (jk.float32, ...).",
+            "Copies the array to a new NumPy array (waits for it)."])
+
+
+@pytest.mark.parametrize("error, sentence", [
+    (jk.JitKernelError, "Base class of every error jitkernel raises."),
+    (jk.ArgumentError, "An argument has a bad value (wrong count, negative shape, unknown name, ...)."),
+    (jk.ArgumentTypeError, "a keyword-only call got positional arguments, an unknown keyword or lacks a required "
+                           "one."),
+    (jk.CompileError, "NVRTC rejected the generated source."),
+    (jk.CudaNotAvailableError, "The CUDA driver or NVRTC could not be found or loaded"),
+    (jk.MetalNotAvailableError, "this needs macOS on Apple silicon"),
+    (jk.KernelFaultError, "A kernel faulted on the device"),
+])
+def test_help_errors(error, sentence):
+    keywords = {jk.ArgumentError: ["e.argument", "str(e)"], jk.ArgumentTypeError: ["e.argument"],
+                jk.CompileError: ["log", "source"]}.get(error, [])
+    _check(_help(error), keywords + [error.__name__], [sentence])
+
+
+def test_help_of_the_call_names_every_call_keyword():
+    from jitkernel import _core
+    text = pydoc.render_doc(jk.cuda_kernel(name="k", input_names=["a"], output_names=["o"], source="").__call__,
+                            renderer=pydoc.plaintext)
+    assert "Launches the kernel" in text
+    for keyword in _core._call_keywords:
+        assert keyword in text, keyword
