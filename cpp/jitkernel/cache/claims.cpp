@@ -9,13 +9,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/directory.hpp"
@@ -33,18 +34,60 @@ constexpr std::size_t kMaxClaimBytes = 512;
 // that cannot be removed must not loop).
 constexpr int kMaxTakeovers = 4;
 
+// Up to `limit` bytes of a small file (a /proc entry), "" when unreadable.
+// Plain reads, not iostreams: parsing must not depend on the C++ locale
+// machinery, which is not safe to start from several threads in every
+// libstdc++ build (a statically linked one in a loaded module).
+std::string read_small(const char* path, std::size_t limit) {
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  std::string out;
+  if (!fd) return out;
+  char buffer[1024];
+  while (out.size() < limit) {
+    const ssize_t n = ::read(fd.get(), buffer, std::min(sizeof(buffer), limit - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+// The whitespace-separated words of `text`, in order.
+std::vector<std::string> words(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    const std::size_t start = at;
+    while (at < text.size() && !std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    if (at > start) out.emplace_back(text.substr(start, at - start));
+  }
+  return out;
+}
+
+// A decimal number filling all of `word`, or nullopt.
+std::optional<unsigned long long> decimal(const std::string& word) {
+  if (word.empty() || word.size() > 20) return std::nullopt;
+  unsigned long long value = 0;
+  for (char c : word) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const unsigned long long digit = static_cast<unsigned long long>(c - '0');
+    if (value > (~0ULL - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
 // The process start time of `pid` in clock ticks since boot (Linux /proc),
 // which tells a live owner from a later process that reuses its pid.
 std::optional<unsigned long long> start_time(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const std::size_t paren = text.rfind(')');
+  const std::string text = read_small(("/proc/" + std::to_string(pid) + "/stat").c_str(), 4096);
+  const std::size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
   if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && (fields >> field); ++i)  // field 22 is starttime
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  return std::nullopt;
+  const std::vector<std::string> fields = words(std::string_view(text).substr(paren + 1));
+  // The first word after ')' is field 3; field 22 is starttime.
+  if (fields.size() < 20) return std::nullopt;
+  return decimal(fields[19]);
 }
 
 // This machine and boot: claims by the same host can be checked for liveness.
@@ -52,10 +95,8 @@ const std::string& host_id() {
   static const std::string id = [] {
     char name[256] = {};
     ::gethostname(name, sizeof(name) - 1);
-    std::ifstream boot("/proc/sys/kernel/random/boot_id");
-    std::string boot_id;
-    std::getline(boot, boot_id);
-    std::string out = std::string(name) + "/" + boot_id;
+    const std::vector<std::string> boot = words(read_small("/proc/sys/kernel/random/boot_id", 128));
+    std::string out = std::string(name) + "/" + (boot.empty() ? "" : boot.front());
     std::replace_if(out.begin(), out.end(), [](char c) { return c <= ' '; }, '_');
     return out;
   }();
@@ -70,13 +111,19 @@ struct Holder {
 
 // Whether a holder recorded as `text` is alive (only answerable on its host).
 Holder::State judge(const std::string& text, std::int64_t age) {
-  std::istringstream in(text);
-  std::string magic, host;
-  long pid = 0;
-  unsigned long long start = 0;
-  if (!std::getline(in, magic) || magic != "jitkernel claim 1" || !(in >> host >> pid >> start) ||
-      pid <= 0)
+  constexpr std::string_view kMagic = "jitkernel claim 1\n";
+  const std::vector<std::string> fields =
+      text.compare(0, kMagic.size(), kMagic) == 0 ? words(std::string_view(text).substr(kMagic.size()))
+                                                  : std::vector<std::string>{};
+  const std::optional<unsigned long long> pid_field =
+      fields.size() == 3 ? decimal(fields[1]) : std::nullopt;
+  const std::optional<unsigned long long> start_field =
+      fields.size() == 3 ? decimal(fields[2]) : std::nullopt;
+  if (!pid_field || !start_field || *pid_field == 0 || *pid_field > 0x7fffffffULL)
     return age > kUnwrittenNs ? Holder::Stale : Holder::Live;
+  const std::string& host = fields[0];
+  const long pid = static_cast<long>(*pid_field);
+  const unsigned long long start = *start_field;
   if (host != host_id()) return Holder::Live;  // only the bound tells
   if (pid == ::getpid())  // this process, or a dead one that had its pid
     return start == 0 || start == start_time(pid).value_or(0) ? Holder::Ours : Holder::Stale;
