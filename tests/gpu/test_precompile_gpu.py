@@ -33,7 +33,7 @@ sys.path.insert(0, sys.argv[1])
 import aot_calls
 x = np.linspace(-1, 1, 4096).astype(np.float32)
 outs = aot_calls.calls(x)
-ok = all(np.allclose(np.asarray(o), x.astype(o.dtype) * 3) for o in outs)
+ok = all(np.allclose(np.asarray(o), x.astype(np.asarray(o).dtype) * 3) for o in outs)
 i = jk.cache_info()
 print(json.dumps({"ok": ok, "hits": i.hits, "misses": i.misses}))
 '''
