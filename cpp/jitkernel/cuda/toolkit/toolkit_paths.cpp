@@ -2,9 +2,9 @@
 // looked up with stat and one directory listing.
 #include "jitkernel/cuda/toolkit/toolkit_paths.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <system_error>
 
 namespace jk::cuda {
@@ -56,9 +56,13 @@ ToolkitPaths toolkit_from_environment() {
 
   const std::string includes = env("JITKERNEL_INCLUDE_PATH");
   if (!includes.empty()) {
-    std::stringstream ss(includes);
-    for (std::string item; std::getline(ss, item, ':');)
-      if (!item.empty()) paths.include_dirs.push_back(item);
+    // Split on ':' by hand: no iostreams in the core (their locale start-up is not thread-safe in every
+    // libstdc++ build).
+    for (std::size_t at = 0; at <= includes.size();) {
+      const std::size_t end = std::min(includes.find(':', at), includes.size());
+      if (end > at) paths.include_dirs.push_back(includes.substr(at, end - at));
+      at = end + 1;
+    }
   } else {
     for (const char* rel : {"include", "include/cccl"})
       if (fs::is_directory(fs::path(root) / rel, ec))
