@@ -58,7 +58,7 @@ for kernel, args in aot_calls.SIGNATURES:
     for arch in sys.argv[2].split(","):
         kernel.compile(arch=arch, **args)
 i = jk.cache_info()
-print(json.dumps({"hits": i.hits, "misses": i.misses, "entries": i.entries}))
+print(json.dumps({"hits": i.hits, "misses": i.misses, "entries": i.entries, "tier_hits": i.readonly_hits}))
 '''
 
 
@@ -69,10 +69,13 @@ def python(args, cache, cwd, **env):
                           timeout=600)
 
 
-def check_fresh(cache, folder, archs=ARCHS) -> dict:
-    proc = python(["-c", CHECK, str(folder), ",".join(archs)], cache, folder)
+def check_fresh(cache, folder, archs=ARCHS, **env) -> dict:
+    proc = python(["-c", CHECK, str(folder), ",".join(archs)], cache, folder, **env)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not env:
+        assert result.pop("tier_hits") == 0, result
+    return result
 
 
 @pytest.fixture
@@ -96,6 +99,10 @@ def test_precompile_from_a_function_then_a_fresh_process_compiles_nothing(calls_
     again = python(["-m", "jitkernel", "precompile", "--arch", ",".join(ARCHS), "--calls", "aot_calls:calls"],
                    cache, calls_module)
     assert "0 compiled, 9 already cached" in again.stdout, again.stdout
+    # The build's folder as a read-only tier of a node whose own folder is empty: every answer comes from the tier.
+    node = tmp_path / "node"
+    tier = check_fresh(node, calls_module, JITKERNEL_CACHE_READONLY_DIRS=str(cache))
+    assert tier == {"hits": 9, "misses": 0, "entries": 0, "tier_hits": 9}, tier
 
 
 def test_launches_on_a_precompiled_cache_hit_only(calls_module, mock_driver, tmp_path):
