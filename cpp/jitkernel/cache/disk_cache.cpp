@@ -261,27 +261,20 @@ std::optional<std::string> active_directory() {
 
 std::string configured_directory() { return config()->directory; }
 
-std::optional<std::string> load(const Key& key) {
-  StageTimer timer(Stage::DiskLookup);
-  std::shared_ptr<Config> c = config();
-  if (!c->readable && !any_tier(*c)) return std::nullopt;
-  std::string payload;
-  bool bad = false;
-  const Where where = lookup(*c, key, payload, bad);
-  return answer(where, bad, payload);
-}
+namespace {
 
-std::optional<std::string> load_or_claim(const Key& key, Claim& claim) {
+// load() (claim == nullptr) and load_or_claim().
+std::optional<std::string> load_from_disk(const Key& key, Claim* claim) {
   StageTimer timer(Stage::DiskLookup);
   std::shared_ptr<Config> c = config();
   if (!c->readable && !any_tier(*c)) return std::nullopt;
   std::string payload;
   bool bad = false;
   Where where = lookup(*c, key, payload, bad);
-  if (where == Where::None && c->readable && c->writable && c->claims) {
+  if (claim != nullptr && where == Where::None && c->readable && c->writable && c->claims) {
     const Claimed claimed = claim_or_wait(
         c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
-        [&] { return read_entry(c->entries, key, c->max_bytes, payload) == Read::Hit; }, claim);
+        [&] { return read_entry(c->entries, key, c->max_bytes, payload) == Read::Hit; }, *claim);
     Counters& counters = state().counters;
     if (claimed.waited) counters.claim_waits++;
     if (claimed.timed_out) counters.claim_timeouts++;
@@ -289,6 +282,12 @@ std::optional<std::string> load_or_claim(const Key& key, Claim& claim) {
   }
   return answer(where, bad, payload);
 }
+
+}  // namespace
+
+std::optional<std::string> load(const Key& key) { return load_from_disk(key, nullptr); }
+
+std::optional<std::string> load_or_claim(const Key& key, Claim& claim) { return load_from_disk(key, &claim); }
 
 void store(const Key& key, std::string_view payload) {
   StageTimer timer(Stage::DiskStore);
