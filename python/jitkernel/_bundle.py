@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError, BundleError
+from ._record import unique_keys
 
 MAGIC = b"\x89JKB\r\n\x1a\n"
 FORMAT = 1
@@ -161,7 +162,7 @@ def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
     if hashlib.sha256(head).digest() != f.read(_DIGEST):
         raise bad("manifest checksum mismatch (damaged or altered)")
     try:
-        manifest = json.loads(head[_HEADER.size:].decode("utf-8"), object_pairs_hook=_unique_keys)
+        manifest = json.loads(head[_HEADER.size:].decode("utf-8"), object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as e:
         raise bad(f"manifest is not valid JSON ({e})") from None
     if not isinstance(manifest, dict) or set(manifest) != _MANIFEST_KEYS or manifest["format"] != FORMAT \
@@ -190,13 +191,6 @@ def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
         raise bad(f"file is {file_size} bytes; its manifest describes {len(head) + 2 * _DIGEST + total} "
                   f"(truncated or extended)")
     return head, manifest["jitkernel"], members
-
-
-def _unique_keys(pairs):
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError("an object repeats a key")
-    return dict(pairs)
 
 
 def read_bundle(path, max_bytes: int = MAX_TOTAL_BYTES) -> tuple:

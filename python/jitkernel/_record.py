@@ -27,10 +27,12 @@ class _Bad(Exception):
     """A check failed; replay() turns it into a RecordError naming the line."""
 
 
-def _unique_keys(pairs):
+def unique_keys(pairs):
+    """``json.loads``'s object_pairs_hook for untrusted files (records, bundle manifests): a JSON object that repeats
+    a key is a ValueError (by default the last value would silently win)."""
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
-        raise _Bad(f"a JSON object repeats a key ({sorted(k for k in keys if keys.count(k) > 1)[0]!r})")
+        raise ValueError(f"a JSON object repeats a key ({sorted(k for k in keys if keys.count(k) > 1)[0]!r})")
     return dict(pairs)
 
 
@@ -90,7 +92,7 @@ def _template_arg(item, i: int):
 def _decode(text: str):
     """(cuda_kernel arguments, inputs, output dtypes, template, parsed line) of one line, or _Bad."""
     try:
-        line = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        line = json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant)
     except RecursionError:
         raise _Bad("JSON nested too deeply") from None
     except ValueError as e:
