@@ -15,6 +15,11 @@ codegen and compile errors are raised here with jitkernel's types and XLA's stag
 - ``vmap``: ``vmap_method="sequential"``: the kernel runs once per batch element (a loop in the program).
 - Gradients: ``kernel.vjp(fn)`` wraps the call in ``jax.custom_vjp``; ``fn(primals, outputs, cotangents)`` (lists,
   or dicts keyed by name in the dict form) returns one cotangent per input (None for scalars or zero).
+- ``shard_map`` (check_vma on): every value's type carries the manual mesh axes it varies over (its vma), and a
+  custom call has no vma rule of its own. So the array operands are first made varying over the union of their
+  axes (``pcast(..., to="varying")``, a no-op at run time), the results are typed varying over that union, and the
+  backward's cotangents are brought to it. JAX's AD transposes that pcast of a replicated operand into a psum: the
+  gradient of a replicated weight is the sum of the per-shard contributions, as for any jnp op.
 - Lowering for a platform other than CUDA raises ArgumentError naming the platform.
 
 The target is registered once jax is imported (``_post_import.when_imported``, set up by ``import jitkernel``, which
@@ -49,6 +54,68 @@ def register(jax_module=None) -> None:
         _registered = True
 
 
+# ---- varying manual axes (shard_map's check_vma) ---------------------------------------------------------------
+# JAX 0.6-0.9 spell a value's vma ``jax.typeof(x).vma`` and make a value varying with ``jax.lax.pvary``; 0.10 and
+# later spell it ``jax.typeof(x).mat.varying`` and ``jax.lax.pcast(x, axes, to="varying")``. Older JAX has neither
+# and no vma: every helper here is then the identity.
+
+
+def vma_of(x) -> frozenset:
+    """The manual mesh axes `x` varies over (empty outside shard_map, with check_vma off, or on old JAX)."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:
+        return frozenset()
+    try:
+        aval = typeof(x)
+    except TypeError:
+        return frozenset()
+    mat = getattr(aval, "mat", None)
+    if mat is not None:
+        return frozenset(getattr(mat, "varying", ()))
+    return frozenset(getattr(aval, "vma", ()))
+
+
+def _sorted_axes(axes) -> tuple:
+    return tuple(sorted(axes, key=str))
+
+
+def pvary(x, axes):
+    """`x` made varying over `axes` too (a no-op at run time; its transpose is a psum over them)."""
+    import jax
+
+    missing = _sorted_axes(frozenset(axes) - vma_of(x))
+    if not missing:
+        return x
+    pcast = getattr(jax.lax, "pcast", None)
+    if pcast is not None:
+        return pcast(x, missing, to="varying")
+    return jax.lax.pvary(x, missing)
+
+
+def _typed_like(result, operand):
+    """A result's type under shard_map: `operand`'s (its mesh and vma, which every operand shares) with the
+    result's shape and dtype, replicated within the shard."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    aval = jax.typeof(operand)
+    return aval.update(shape=tuple(result.shape), dtype=result.dtype, weak_type=False,
+                       sharding=NamedSharding(aval.sharding.mesh, PartitionSpec(*[None] * len(result.shape))))
+
+
+def _to_vma(kernel, g, vma: frozenset, pos: int):
+    """A cotangent brought to its primal's vma: varying over the axes it lacks; an axis the primal does not vary
+    over cannot come from the primals, outputs and cotangents the backward was given (all typed `vma`)."""
+    extra = vma_of(g) - vma
+    if extra:
+        raise ArgumentError("vjp", f"kernel '{kernel.name}': cotangent {pos} varies over mesh axes "
+                                   f"{_sorted_axes(extra)} that input {pos} does not vary over (the backward used "
+                                   f"a value from outside its arguments that differs between shards)")
+    return pvary(g, vma)
+
+
 def _is_scalar(value) -> bool:
     return isinstance(value, (bool, int, float, complex, np.generic))
 
@@ -61,6 +128,7 @@ class _Plan:
     result_avals: list
     text: str
     key: int
+    vma: frozenset = frozenset()  # shard_map: the manual axes the operands (and so the results) vary over
 
     @property
     def key_attr(self):
@@ -190,10 +258,10 @@ def _runner(plan: _Plan):
     import jax
 
     guard = _guard_primitive()
-    ffi = jax.ffi.ffi_call(TARGET, plan.result_avals, vmap_method="sequential",
-                           input_output_aliases=plan.aliases or None)
 
     def run(*operands):
+        avals = [_typed_like(a, operands[0]) for a in plan.result_avals] if plan.vma else plan.result_avals
+        ffi = jax.ffi.ffi_call(TARGET, avals, vmap_method="sequential", input_output_aliases=plan.aliases or None)
         operands = list(operands)
         if operands:
             operands[0] = guard.bind(operands[0])
@@ -254,7 +322,7 @@ def _input_cotangents(kernel, grads, primals, plan: _Plan, extra) -> tuple:
         if g is not None and tuple(g.shape) != tuple(x.shape):
             raise ArgumentError("vjp", f"kernel '{kernel.name}': cotangent {pos} has shape {tuple(g.shape)}, "
                                        f"input {pos} has shape {tuple(x.shape)}")
-        result.append(None if g is None else g.astype(x.dtype))
+        result.append(None if g is None else _to_vma(kernel, g.astype(x.dtype), plan.vma, pos))
     return tuple(result) + (None,) * len(extra)
 
 
@@ -262,7 +330,11 @@ def call(kernel, traced):
     """Runs `kernel` as described by `traced` (a TracedCall) inside the JAX program being traced."""
     register()
     plan = _plan(kernel, traced)
-    outs = list(_differentiable(kernel, traced, plan, _runner(plan))(*plan.operands))
+    # Under shard_map the custom call needs operands of one vma; pcast outside the custom_vjp, so that JAX's AD
+    # turns it into the psum that a replicated operand's cotangent needs.
+    plan.vma = frozenset().union(*(vma_of(x) for x in plan.operands))
+    operands = [pvary(x, plan.vma) for x in plan.operands]
+    outs = list(_differentiable(kernel, traced, plan, _runner(plan))(*operands))
     if traced.dict_form:
         return dict(zip(traced.output_names, outs))
     return outs
