@@ -12,6 +12,9 @@
 #              purpose, and test_exit_gpu.py, which runs compute-sanitizer itself, excepted); must report 0 errors.
 #              JK_MEMCHECK_TESTS (default tests/gpu) names the files, to split the slow run over two calls
 #   racecheck  the tests whose kernels use shared memory under --tool racecheck; 0 hazards
+#   distbench  benchmarks/python/bench_distributed.py: a transformer block's training step under DDP and FSDP2 on
+#              1, 2 and 4 GPUs (jitkernel kernels vs Triton ops vs torch) and the JAX shard_map step; its tables go
+#              into the summary (JK_DIST_ARGS adds arguments, e.g. --quick)
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
 # Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
@@ -34,7 +37,7 @@ DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 DEFAULT_STEPS=(info build tests demo cpp bench first)
-ALL_STEPS=("${DEFAULT_STEPS[@]}" memcheck racecheck soak)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" memcheck racecheck soak distbench)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -129,6 +132,12 @@ if wanted soak; then
   run_step soak 300 "$OUT/hardening.log" "$PY benchmarks/python/soak.py --out '$SOAK_DIR' --calls \${JK_SOAK_CALLS:-1000000} \
 \${JK_SOAK_CONFIGS:+--configs \$JK_SOAK_CONFIGS}"
 fi
+DIST_DIR=$(mktemp -d)
+if wanted distbench; then
+  rm -f "$OUT/bench_distributed.log"
+  run_step distbench 330 "$OUT/bench_distributed.log" "$PY benchmarks/python/bench_distributed.py --out '$DIST_DIR' \
+\${JK_DIST_ARGS:-}"
+fi
 BENCH_DIR=$(mktemp -d)
 if wanted bench || wanted first; then
   rm -f "$OUT/bench.log" "$OUT/bench.json"
@@ -220,6 +229,10 @@ $(grep -c ' ERROR' "$OUT/pytest.log") errors, $(grep -c ' SKIPPED' "$OUT/pytest.
     echo '```'
     echo
     [ -f "$SOAK_DIR/soak.md" ] && sed -e 's/^# /### /' "$SOAK_DIR/soak.md" && echo
+  fi
+  if [ -f "$DIST_DIR/bench_distributed.md" ]; then
+    sed -e 's/^## /### /' -e 's/^# /## /' "$DIST_DIR/bench_distributed.md"
+    echo
   fi
   for table in bench_launch bench_first_call; do
     if [ -f "$BENCH_DIR/$table.md" ]; then

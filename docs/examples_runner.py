@@ -6,6 +6,9 @@
 - README scripts: the README's ```python blocks between ``<!-- docs-example: GROUP -->`` and
   ``<!-- /docs-example -->`` (HTML comments: the README renders as before). The blocks of one group run in order in
   one namespace, top-level statement by statement.
+- README programs: ```python blocks between ``<!-- docs-script: NAME -->`` and ``<!-- /docs-script -->``, whole
+  programs that a launcher starts (``torchrun``): ``readme_scripts`` hands them to the GPU tests, which run them in
+  processes of their own; here they are only parsed.
 
 With ``gpu=False`` (no GPU here) the examples run as far as they can: marked doctest steps are skipped; a script
 statement that fails only because no GPU is usable (``_needs_gpu``) is skipped, and so is every later statement that
@@ -34,6 +37,7 @@ FRAMEWORKS = ("torch", "jax", "jaxlib", "cupy", "mlx")
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 _MARKED = re.compile(r"^<!-- docs-example: ([\w-]+) -->\n(.*?)^<!-- /docs-example -->$", re.S | re.M)
+_SCRIPT = re.compile(r"^<!-- docs-script: ([\w-]+) -->\n(.*?)^<!-- /docs-script -->$", re.S | re.M)
 
 
 @dataclass
@@ -64,6 +68,17 @@ def readme_groups() -> dict[str, list[tuple[int, str]]]:
         line = text.count("\n", 0, m.start(2) + fence.start(1)) + 1
         groups.setdefault(m.group(1), []).append((line, fence.group(1)))
     return groups
+
+
+def readme_scripts() -> dict[str, str]:
+    """The README's whole programs: name -> code (one ```python block each)."""
+    scripts = {}
+    for m in _SCRIPT.finditer(README.read_text()):
+        fence = _FENCE.search(m.group(2))
+        if fence is None or m.group(1) in scripts:
+            raise ValueError(f"README.md: docs-script {m.group(1)!r} must hold one ```python block, once")
+        scripts[m.group(1)] = fence.group(1)
+    return scripts
 
 
 def _doctest_text(text: str) -> str:

@@ -52,6 +52,7 @@ from ._bundle import BundleReport, export_cache, import_cache
 from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
 from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._precompiled import precompiled_cuda_kernel
+from ._sharding import sharded
 from ._toolkit_search import toolkit_info
 from . import fast  # MLX's names: jk.fast.cuda_kernel, jk.fast.metal_kernel, jk.fast.precompiled_cuda_kernel
 
@@ -126,7 +127,7 @@ __all__ = [
     "fast", "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
-    "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
+    "sharded", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
     "RecordError", "BundleError",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",

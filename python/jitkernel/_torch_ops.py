@@ -130,6 +130,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     ints = list(c.grid) + list(c.threadgroup)
     for shape in shapes:
         ints.extend(shape)
+    _refuse_dtensors(kernel, c)
     arrays, floats, entries = [], [], []
     for value in c.inputs:
         if isinstance(value, torch.Tensor):
@@ -154,6 +155,24 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
         torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
         results = c.outputs
     return dict(zip(c.output_names, results)) if c.dict_form else list(results)
+
+
+def _refuse_dtensors(kernel, c) -> None:
+    """A DTensor reaching a kernel has no rule saying which pieces of it the kernel may run on: refused, naming
+    the input and the way to declare one (``jk.sharded``)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    dtensor = getattr(module, "DTensor", None) if module is not None else None
+    if dtensor is None:
+        return
+    for names, values, what in ((c.input_names, c.inputs, "inputs"), (c.output_names, c.outputs or (), "outputs")):
+        for name, value in zip(names, values):
+            if isinstance(value, dtensor):
+                raise ArgumentTypeError(what, f"{what[:-1]} {name!r} of kernel {kernel.name!r} is a DTensor "
+                                              f"(placements {tuple(value.placements)}); a kernel runs on local "
+                                              f"tensors only. Declare how the function calling it is split with "
+                                              f"@jk.sharded('elementwise' | 'rowwise' | 'i j, j -> i j') (it then "
+                                              f"runs on the local shards), or pass {name}.to_local() / "
+                                              f"{name}.full_tensor() yourself")
 
 
 # ---------------------------------------------------------------------------

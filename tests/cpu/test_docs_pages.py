@@ -25,6 +25,13 @@ def test_pages_and_groups_are_found():
     assert {"examples.md", "mlx_examples.md", "cache.md", "errors.md", "frameworks.md"} <= set(PAGES)
     assert set(GROUPS) == {"example", "pytorch", "jax"}
     assert len(runner.readme_groups()["example"]) == 2
+    assert set(runner.readme_scripts()) == {"many-gpus-torch"}
+
+
+@pytest.mark.parametrize("name", sorted(runner.readme_scripts()))
+def test_readme_programs_parse(name):
+    # Whole programs (torchrun) run on GPUs only (tests/gpu/test_docs_examples.py); here they must at least parse.
+    compile(runner.readme_scripts()[name], f"README.md:{name}", "exec")
 
 
 @pytest.mark.parametrize("page", PAGES)

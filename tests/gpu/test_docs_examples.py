@@ -1,7 +1,11 @@
 """The documentation's examples run fully on a GPU (docs/examples_runner.py): every doctest page with its GPU steps
-(their shown results compared), and the README's marked examples, whose results are checked here as well. Metal
-steps run only where Metal does. tests/cpu/test_docs_pages.py runs the GPU-free part of the same pages anywhere."""
+(their shown results compared), the README's marked examples, whose results are checked here as well, and the
+README's whole programs under torchrun on two GPUs (they check their own results). Metal steps run only where
+Metal does. tests/cpu/test_docs_pages.py runs the GPU-free part of the same pages anywhere."""
+import os
 import pathlib
+import socket
+import subprocess
 import sys
 
 import numpy as np
@@ -61,3 +65,23 @@ def test_readme_jax_example():
     np.testing.assert_allclose(np.asarray(scope["z"]), np.exp(x), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(scope["w"]), np.exp(np.ones(4096)), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(scope["g"]), 1 / (1 + np.exp(-x)), rtol=1e-5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("name", sorted(runner.readme_scripts()))
+def test_readme_program_on_two_gpus(name, tmp_path):
+    torch = need("torch")
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs two GPUs, found {torch.cuda.device_count()}")
+    script = tmp_path / f"{name}.py"
+    script.write_text(runner.readme_scripts()[name])
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           f"--master_port={_free_port()}", str(script)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-6000:]
