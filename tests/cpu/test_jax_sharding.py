@@ -330,6 +330,11 @@ def compiled_text(f, *args) -> str:
     return f.lower(*args).compile().as_text()
 
 
+def split_rows(y) -> bool:
+    """`y` (2-D) is split by rows over mesh axis 'x' (JAX writes the spec P('x') or P('x', None))."""
+    return y.sharding.is_equivalent_to(NamedSharding(y.sharding.mesh, P("x", None)), 2)
+
+
 def declared(rule, fn, **kw):
     """`fn` under jk.sharded(rule), recording the shapes of the arrays it is traced with."""
     seen = []
@@ -350,7 +355,7 @@ def test_declared_elementwise_runs_per_shard_with_no_gather(n):
     f = jax.jit(lambda v: act(v) * 2)
     y = f(xs)
     close(y, _softplus(x) * 2)
-    assert y.sharding.spec == P("x", None)
+    assert split_rows(y)
     assert ((8, 16),) in seen  # traced on the local shard: the kernel's grid and shapes follow it
     assert "all-gather" not in compiled_text(f, xs)
 
@@ -405,7 +410,7 @@ def test_gradients_through_a_declared_function_under_sharded_jit():
     close(got_loss, ref_loss)
     close(gx, ref[0], rtol=1e-4, atol=1e-6)
     close(gw, ref[1], rtol=1e-4, atol=1e-6)
-    assert gx.sharding.spec == P("x", None)
+    assert split_rows(gx)
     text = compiled_text(g, *args)
     assert "all-gather" not in text and "all-reduce" in text  # the weight's per-shard sums, added up
     assert ((4, 32), (32,)) in seen
@@ -442,7 +447,7 @@ def test_concrete_sharded_arrays_outside_jit_run_per_shard():
     x = data(16, 8)
     y = act(put(x, mesh, P("x", None)))
     close(y, _softplus(x))
-    assert y.sharding.spec == P("x", None) and ((4, 8),) in seen
+    assert split_rows(y) and ((4, 8),) in seen
 
 
 def test_inside_shard_map_it_is_a_plain_call_and_on_one_device_the_whole_call():
@@ -492,7 +497,7 @@ def test_an_undeclared_kernel_under_sharded_jit_is_gathered_and_right(monkeypatc
     mesh = mesh_of(4)
     a = data(8, 3, 3)
     spd = a @ a.transpose(0, 2, 1) + 3 * np.eye(3, dtype=np.float32)
-    expected = np.asarray(jax.jit(chol)(jnp.asarray(spd)))  # one device
+    expected = np.asarray(jax.jit(chol)(jax.device_put(spd, jax.devices("cpu")[0])))  # one CPU device
     args = (put(spd, mesh, P("x")),)
     undeclared = jax.jit(chol)
     close(undeclared(*args), expected)
