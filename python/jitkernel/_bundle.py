@@ -18,13 +18,19 @@ be entry names (so no path, no ``..``, no link can be expressed); sizes are boun
 file's size must match them before any entry is read; each entry's SHA-256, its own header and checksum (the cache's
 check) and the whole file's checksum are verified, all before the first write. Any violation is a ``BundleError``
 naming the file and what was wrong, and nothing is written.
+
+Every file written (the bundle, each entry of ``into=``) is a new temp file with an unpredictable name, created
+exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``: never through a link planted at its name, never failing on a file
+left by a killed process that had the same pid), then renamed into place.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import secrets
 import stat
 import struct
 from dataclasses import dataclass
@@ -45,6 +51,7 @@ _NAME = re.compile(r"[0-9a-f]{64}\.jkc")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_KEYS = {"format", "jitkernel", "total_bytes", "entries"}
 _MEMBER_KEYS = {"name", "size", "sha256"}
+_TEMP_TRIES = 16  # names tried before a temp file counts as impossible to create
 
 
 @dataclass(frozen=True)
@@ -120,26 +127,63 @@ def _key_name(key) -> str:
     return name
 
 
+def _create_temp(dir_fd: int, stem: str, mode: int) -> tuple:
+    """(descriptor open for writing, name) of a new file ``<stem>.<pid>.<16 random hex digits>.tmp`` in the folder
+    open as ``dir_fd``. Created exclusively and without following a link, so nothing planted at a name (a link to a
+    victim file, a file left by a killed process that had our pid) is ever written through or fails the write: a
+    taken name is skipped for another (OSError when ``_TEMP_TRIES`` names were all taken)."""
+    for _ in range(_TEMP_TRIES):
+        name = f"{stem}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                         dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise FileExistsError(errno.EEXIST, f"no free temp file name after {_TEMP_TRIES} tries", stem)
+
+
+def _publish(dir_fd: int, name: str, stem: str, mode: int, write) -> None:
+    """Creates ``name`` in the folder open as ``dir_fd`` atomically: ``write(file)`` fills a new temp file
+    (_create_temp), which is then renamed over ``name``. Whatever fails (OSError, or what ``write`` raises), the
+    temp file is removed and the error raised."""
+    fd, temp = _create_temp(dir_fd, stem, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
 def _write_bundle(path: str, members) -> None:
     manifest = json.dumps({
         "format": FORMAT, "jitkernel": _core.__version__, "total_bytes": sum(len(d) for _, d in members),
         "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in members],
     }, sort_keys=True).encode()
     head = _HEADER.pack(MAGIC, FORMAT, len(manifest)) + manifest
-    whole = hashlib.sha256()
-    temp = f"{path}.{os.getpid()}.tmp"
+
+    def write(f):
+        whole = hashlib.sha256()
+        for chunk in (head, hashlib.sha256(head).digest(), *(d for _, d in members)):
+            f.write(chunk)
+            whole.update(chunk)
+        f.write(whole.digest())
+
+    folder, name = os.path.split(path)
+    if not name:
+        raise ArgumentError("path", f"{path!r} names a folder, not a bundle file")
     try:
-        with open(temp, "wb") as f:
-            for chunk in (head, hashlib.sha256(head).digest(), *(d for _, d in members)):
-                f.write(chunk)
-                whole.update(chunk)
-            f.write(whole.digest())
-        os.replace(temp, path)
-    except OSError as e:
+        dir_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            os.unlink(temp)
-        except OSError:
-            pass
+            _publish(dir_fd, name, name, 0o666, write)
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
         raise BundleError(f"{path}: cannot be written ({e.strerror or e})") from None
 
 
@@ -267,18 +311,9 @@ def _write_into(directory: str, entries) -> int:
                 raise ArgumentError("into", f"{directory} or its kernels folder is writable by group or others; "
                                             f"a read-only tier refuses such a folder")
         for name, data in entries:
-            temp = f"{name[:64]}.{os.getpid()}.import.tmp"
-            try:
-                out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                              dir_fd=fd)
-                with os.fdopen(out, "wb") as f:
-                    f.write(data)
-                os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            try:  # "<key>.import.<pid>.<random>.tmp": a temp file name the cache recognises (and tidies)
+                _publish(fd, name, f"{name[:64]}.import", 0o644, lambda out, data=data: out.write(data))
             except OSError as e:
-                try:
-                    os.unlink(temp, dir_fd=fd)
-                except OSError:
-                    pass
                 raise BundleError(f"{kernels}/{name}: cannot be written ({e.strerror or e})") from None
     finally:
         os.close(fd)

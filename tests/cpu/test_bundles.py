@@ -205,3 +205,95 @@ def test_command_line(cache, tmp_path):
     assert out.returncode == 1 and "BundleError" in out.stderr and "truncated" in out.stderr
     assert not list(tmp_path.glob("fresh2/kernels/*.jkc"))
     assert run("import").returncode == 2
+
+
+# Files written by export and import --into (issue 24, items 4 and 8): every temp file is created exclusively under
+# an unpredictable name, so nothing planted at a name is written through, and nothing a killed process left behind
+# (with a pid that a container has since reused) blocks a write.
+
+def test_export_never_writes_through_a_link_at_its_temp_name(cache, tmp_path):
+    cache(tmp_path / "source")
+    fill(1)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    bundle = tmp_path / "out.jkbundle"
+    planted = tmp_path / f"{bundle.name}.{os.getpid()}.tmp"  # the temp name export once used: <path>.<pid>.tmp
+    os.symlink(victim, planted)
+    report = jk.export_cache(bundle)
+    assert report.entries == 2
+    assert victim.read_bytes() == b"precious"
+    assert not bundle.is_symlink() and stat.S_ISREG(os.lstat(bundle).st_mode)
+    assert os.readlink(planted) == str(victim)  # left alone
+    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["source", "victim", "out.jkbundle",
+                                                                 planted.name, "tier"])  # no temp file left
+
+
+class Predicted:
+    """Makes the next temp names bundles choose predictable: the first ``n`` random parts are ``0123456789abcdef``
+    (an attacker who guessed them), then random again."""
+
+    def __init__(self, monkeypatch, n=1):
+        import secrets
+
+        self.token = "0123456789abcdef"
+        real, left = secrets.token_hex, [n]
+
+        def token_hex(nbytes=None):
+            if left[0] > 0:
+                left[0] -= 1
+                return self.token
+            return real(nbytes)
+
+        monkeypatch.setattr(_bundle.secrets, "token_hex", token_hex)
+
+
+def test_temp_names_taken_by_links_are_skipped(cache, tmp_path, monkeypatch):
+    cache(tmp_path / "source")
+    fill(1)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    bundle = tmp_path / "out.jkbundle"
+    token = Predicted(monkeypatch).token
+    os.symlink(victim, tmp_path / f"{bundle.name}.{os.getpid()}.{token}.tmp")
+    assert jk.export_cache(bundle).entries == 2
+    assert victim.read_bytes() == b"precious" and not bundle.is_symlink()
+    tier = tmp_path / "tier"
+    (tier / "kernels").mkdir(parents=True, mode=0o755)
+    names = sorted(entries(tmp_path / "source"))
+    for name in names:  # a link at the first name each entry's temp file would get
+        os.symlink(victim, tier / "kernels" / f"{name[:64]}.import.{os.getpid()}.{token}.tmp")
+    Predicted(monkeypatch, n=len(names))
+    assert jk.import_cache(bundle, into=tier).stored == 2
+    assert victim.read_bytes() == b"precious"
+    assert entries(tier) == entries(tmp_path / "source")
+    Predicted(monkeypatch, n=10**6)  # every name taken: an error naming the entry, nothing written through
+    (tier / "kernels" / names[0]).unlink()
+    with pytest.raises(jk.BundleError, match=f"{names[0]}: cannot be written .*temp file name"):
+        jk.import_cache(bundle, into=tier)
+    with pytest.raises(jk.BundleError, match="out.jkbundle: cannot be written"):
+        jk.export_cache(bundle)
+    assert victim.read_bytes() == b"precious"
+
+
+def test_import_is_not_blocked_by_what_a_killed_import_with_our_pid_left(good, tmp_path):
+    bundle = tmp_path / "b.jkbundle"
+    bundle.write_bytes(build(good))
+    kernels = tmp_path / "tier" / "kernels"
+    kernels.mkdir(parents=True, mode=0o755)
+    for name, data in good:  # what `cache import --into` killed mid-write left, under every name it ever used
+        (kernels / f"{name[:64]}.{os.getpid()}.import.tmp").write_bytes(data[:10])
+        (kernels / f"{name[:64]}.import.{os.getpid()}.0123456789abcdef.tmp").write_bytes(data[:10])
+    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == len(good)
+    assert entries(tmp_path / "tier") == dict(good)
+    out = subprocess.run([sys.executable, "-m", "jitkernel", "cache", "import", str(bundle), "--into",
+                          str(tmp_path / "tier")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+
+
+def test_export_path_that_names_a_folder(cache, tmp_path):
+    with pytest.raises(jk.ArgumentError, match="path"):
+        jk.export_cache(str(tmp_path) + os.sep)
+    with pytest.raises(jk.BundleError, match="cannot be written"):
+        jk.export_cache(tmp_path / "missing" / "b.jkbundle")
+
