@@ -3,7 +3,9 @@ trip gives identical entry files (through the cache's own store, or ``into=`` a 
 tier); hostile bundles (names that are paths, absolute or not entry names, a huge declared size, a truncated or
 extended file, bad checksums of an entry, the manifest or the file, another version, duplicate names, a valid
 checksum over an entry that is not one) are refused with a BundleError saying what was wrong, and nothing is
-written.
+written. Files are never written through a link planted at a temp name, nor blocked by what a killed import with our
+pid left; a sparse bundle declaring hundreds of megabytes is imported with bounded memory (measured in a child
+process); an entry changed between the check and the write is never written.
 """
 from __future__ import annotations
 
@@ -297,3 +299,114 @@ def test_export_path_that_names_a_folder(cache, tmp_path):
     with pytest.raises(jk.BundleError, match="cannot be written"):
         jk.export_cache(tmp_path / "missing" / "b.jkbundle")
 
+
+# A sparse bundle (issue 24, item 5): declaring hundreds of megabytes that take no disk, it must not take that memory
+# either. Import streams: its peak memory (measured in a child process) grows by a few chunks for the check and for
+# --into, and by one entry (at most the cache's cap) for the cache's own store, never by the whole bundle.
+
+MB = 1 << 20
+BOMB_ENTRIES, BOMB_PAYLOAD = 4, 32 * MB
+
+
+def entry_header(key: bytes, payload_size: int, payload_sha256: bytes) -> bytes:
+    """A cache entry file's header (cpp/jitkernel/cache/entry.hpp)."""
+    return struct.pack("<8sII32sQ32sQ", b"\x89JKC\r\n\x1a\n", 1, 96, key, payload_size, payload_sha256, 0)
+
+
+def sparse_bundle(path, entries: int, payload: int, damage_end: bool = False) -> None:
+    """A valid bundle of `entries` entries whose payloads are `payload` zero bytes, written as a sparse file (holes
+    for the zeros); `damage_end`: its last checksum is wrong."""
+    zeros = bytes(MB)
+
+    def hash_zeros(h):
+        for _ in range(payload // MB):
+            h.update(zeros)
+        h.update(bytes(payload % MB))
+        return h
+
+    payload_sha = hash_zeros(hashlib.sha256()).digest()
+    headers = [entry_header(hashlib.sha256(b"%d" % i).digest(), payload, payload_sha) for i in range(entries)]
+    listing = {"format": 1, "jitkernel": jk.__version__, "total_bytes": entries * (96 + payload), "entries": [
+        {"name": h[16:48].hex() + ".jkc", "size": 96 + payload,
+         "sha256": hash_zeros(hashlib.sha256(h)).hexdigest()} for h in headers]}
+    text = json.dumps(listing).encode()
+    head = struct.pack("<8sII", _bundle.MAGIC, 1, len(text)) + text
+    whole = hashlib.sha256(head + hashlib.sha256(head).digest())
+    with open(path, "wb") as f:
+        f.write(head + hashlib.sha256(head).digest())
+        for h in headers:
+            f.write(h)
+            whole.update(h)
+            hash_zeros(whole)
+            f.seek(payload, os.SEEK_CUR)
+        f.write(bytes(32) if damage_end else whole.digest())
+
+
+PEAK = r"""
+import json, resource, sys
+import jitkernel as jk
+path, into = sys.argv[1], (sys.argv[2] or None)
+try:
+    outcome = jk.import_cache(path, into=into).stored
+except jk.BundleError as e:
+    outcome = str(e)
+print(json.dumps({"outcome": outcome, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def import_peak(bundle, folder, into="") -> dict:
+    """Imports `bundle` in a fresh process (cache folder `folder`, or --into `into`): {"outcome": stored or the
+    BundleError's text, "peak": its peak resident memory in bytes}."""
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=str(folder))
+    env.pop("JITKERNEL_CACHE_MAX_BYTES", None)
+    out = subprocess.run([sys.executable, "-c", PEAK, str(bundle), str(into)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sparse files, ru_maxrss in KiB: Linux")
+@pytest.mark.parametrize("where", ["checked only", "into a folder", "the cache's store"])
+def test_sparse_bundle_is_imported_with_bounded_memory(tmp_path, where):
+    small = tmp_path / "small.jkbundle"
+    sparse_bundle(small, 1, 1000)
+    baseline = import_peak(small, tmp_path / "baseline")
+    assert baseline["outcome"] == 1, baseline
+    bomb = tmp_path / "bomb.jkbundle"
+    sparse_bundle(bomb, BOMB_ENTRIES, BOMB_PAYLOAD, damage_end=where == "checked only")
+    total = BOMB_ENTRIES * BOMB_PAYLOAD
+    assert os.stat(bomb).st_blocks * 512 < total // 10  # sparse: the bundle takes (almost) no disk
+    into = tmp_path / "tier" if where == "into a folder" else ""
+    result = import_peak(bomb, tmp_path / "cache", into)
+    growth = result["peak"] - baseline["peak"]
+    if where == "checked only":  # the whole file was read and hashed, then refused: nothing written
+        assert "file checksum mismatch" in str(result["outcome"]), result
+        assert not (tmp_path / "cache" / "kernels").exists() or not list((tmp_path / "cache" / "kernels").iterdir())
+    else:
+        assert result["outcome"] == BOMB_ENTRIES, result
+        folder = tmp_path / ("tier" if into else "cache") / "kernels"
+        assert sorted(p.stat().st_size for p in folder.iterdir()) == [96 + BOMB_PAYLOAD] * BOMB_ENTRIES
+    bound = (BOMB_PAYLOAD if where == "the cache's store" else 0) + 24 * MB  # one entry at most, plus slack
+    assert growth < bound, f"peak memory grew by {growth / MB:.0f} MiB importing a {total / MB:.0f} MiB bundle"
+
+
+@pytest.mark.parametrize("into", [False, True])
+def test_entry_changed_after_the_check_is_never_written(good, tmp_path, monkeypatch, into):
+    # Import checks the whole bundle, then reads each entry again to write it: an entry changed in between (a
+    # bundle on shared storage rewritten meanwhile) is refused, never written; the entries before it were checked.
+    bundle = tmp_path / "b.jkbundle"
+    data = build(good)
+    bundle.write_bytes(data)
+    checked = _bundle._verified
+
+    def then_changed(*args):
+        result = checked(*args)
+        bundle.write_bytes(flip(-40)(data))  # inside the last entry
+        return result
+
+    monkeypatch.setattr(_bundle, "_verified", then_changed)
+    with pytest.raises(jk.BundleError, match=f"{good[-1][0]}: changed while being imported"):
+        jk.import_cache(bundle, into=tmp_path / "tier" if into else None)
+    folder = tmp_path / ("tier" if into else "target")
+    assert entries(folder) == dict(good[:-1])
+    assert sorted(p.name for p in (folder / "kernels").iterdir()) == sorted(n for n, _ in good[:-1])  # no temp file
