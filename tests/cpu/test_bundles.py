@@ -410,3 +410,69 @@ def test_entry_changed_after_the_check_is_never_written(good, tmp_path, monkeypa
     folder = tmp_path / ("tier" if into else "target")
     assert entries(folder) == dict(good[:-1])
     assert sorted(p.name for p in (folder / "kernels").iterdir()) == sorted(n for n, _ in good[:-1])  # no temp file
+
+
+def hand_made_members(n: int = 3) -> list:
+    """n valid entry files (name, bytes) made by hand: no compile needed."""
+    out = []
+    for i in range(n):
+        payload = bytes(range(i, i + 40))
+        key = hashlib.sha256(b"hand-made %d" % i).digest()
+        out.append((key.hex() + ".jkc", entry_header(key, len(payload), hashlib.sha256(payload).digest()) + payload))
+    return sorted(out)
+
+
+def test_mutated_bundles_give_only_bundle_errors_and_write_all_or_nothing(tmp_path):
+    # Fuzz: byte flips, cuts, insertions and JSON-level edits of a valid bundle. Every import either stores exactly
+    # the bundle's entries or raises a BundleError, writing nothing; no other exception, no temp file left.
+    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+    members = hand_made_members()
+    data = build(members)
+    assert jk.import_cache(_write(tmp_path / "ok.jkbundle", data), into=tmp_path / "ok").stored == len(members)
+    edits = st.one_of(
+        st.tuples(st.just("flip"), st.integers(0, len(data) - 1), st.integers(1, 255)),
+        st.tuples(st.just("cut"), st.integers(0, len(data) - 1), st.integers(1, 64)),
+        st.tuples(st.just("insert"), st.integers(0, len(data)), st.binary(min_size=1, max_size=16)),
+        st.tuples(st.just("field"), st.sampled_from(["size", "sha256", "name", "total_bytes"]),
+                  st.one_of(st.integers(-2, 1 << 62), st.text(max_size=70), st.none(), st.lists(st.integers()))),
+    )
+    runs = iter(range(10**9))
+
+    @settings(max_examples=300, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(edits)
+    def one(edit):
+        kind, at, what = edit
+        if kind == "flip":
+            mutated = data[:at] + bytes([data[at] ^ what]) + data[at + 1:]
+        elif kind == "cut":
+            mutated = data[:at] + data[at + what:]
+        elif kind == "insert":
+            mutated = data[:at] + what + data[at:]
+        else:
+            listing = {"format": 1, "jitkernel": jk.__version__, "total_bytes": sum(len(d) for _, d in members),
+                       "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
+                                   for n, d in members]}
+            if at == "total_bytes":
+                listing["total_bytes"] = what
+            else:
+                listing["entries"][1][at] = what
+            mutated = build(members, manifest=listing)
+        run = next(runs)
+        bundle = _write(tmp_path / f"m{run}.jkbundle", mutated)
+        tier = tmp_path / f"t{run}"
+        try:
+            stored = jk.import_cache(bundle, into=tier)
+        except jk.BundleError:
+            assert not tier.exists()
+        else:
+            assert stored.stored == len(members) and entries(tier) == dict(members)
+        bundle.unlink()
+
+    one()
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
