@@ -1,5 +1,6 @@
 // The compile claims of claims.hpp: creating one, telling a live holder from
-// a dead or stale one, and the bounded wait.
+// a dead or stale one (a zombie is dead), the bounded wait, and tidying the
+// claims of dead owners (clear()).
 #include "jitkernel/cache/claims.hpp"
 
 #include <dirent.h>
