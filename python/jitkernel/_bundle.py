@@ -17,14 +17,24 @@ Import trusts nothing in the file: the manifest is bounded and checksummed befor
 be entry names (so no path, no ``..``, no link can be expressed); sizes are bounded per entry and in total, and the
 file's size must match them before any entry is read; each entry's SHA-256, its own header and checksum (the cache's
 check) and the whole file's checksum are verified, all before the first write. Any violation is a ``BundleError``
-naming the file and what was wrong, and nothing is written.
+naming the file and what was wrong, and nothing is written. Checking streams the file in pieces of ``_CHUNK`` bytes
+(memory does not grow with the bundle, even a sparse one declaring gigabytes); writing then reads each entry again
+and checks its SHA-256 once more, so an entry changed since the check is never written. ``into=`` streams too; the
+cache's own store takes one entry at a time, at most the cache's cap (a larger entry could never be stored, and is
+never read).
+
+Every file written (the bundle, each entry of ``into=``) is a new temp file with an unpredictable name, created
+exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``: never through a link planted at its name, never failing on a file
+left by a killed process that had the same pid), then renamed into place.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import secrets
 import stat
 import struct
 from dataclasses import dataclass
@@ -45,6 +55,16 @@ _NAME = re.compile(r"[0-9a-f]{64}\.jkc")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_KEYS = {"format", "jitkernel", "total_bytes", "entries"}
 _MEMBER_KEYS = {"name", "size", "sha256"}
+_CHUNK = 1 << 20  # bytes read (and written) at a time while streaming a bundle
+_TEMP_TRIES = 16  # names tried before a temp file counts as impossible to create
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str  # "<key hex>.jkc"
+    offset: int  # of its bytes in the bundle
+    size: int
+    sha256: str  # hex
 
 
 @dataclass(frozen=True)
@@ -120,26 +140,63 @@ def _key_name(key) -> str:
     return name
 
 
+def _create_temp(dir_fd: int, stem: str, mode: int) -> tuple:
+    """(descriptor open for writing, name) of a new file ``<stem>.<pid>.<16 random hex digits>.tmp`` in the folder
+    open as ``dir_fd``. Created exclusively and without following a link, so nothing planted at a name (a link to a
+    victim file, a file left by a killed process that had our pid) is ever written through or fails the write: a
+    taken name is skipped for another (OSError when ``_TEMP_TRIES`` names were all taken)."""
+    for _ in range(_TEMP_TRIES):
+        name = f"{stem}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                         dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise FileExistsError(errno.EEXIST, f"no free temp file name after {_TEMP_TRIES} tries", stem)
+
+
+def _publish(dir_fd: int, name: str, stem: str, mode: int, write) -> None:
+    """Creates ``name`` in the folder open as ``dir_fd`` atomically: ``write(file)`` fills a new temp file
+    (_create_temp), which is then renamed over ``name``. Whatever fails (OSError, or what ``write`` raises), the
+    temp file is removed and the error raised."""
+    fd, temp = _create_temp(dir_fd, stem, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
 def _write_bundle(path: str, members) -> None:
     manifest = json.dumps({
         "format": FORMAT, "jitkernel": _core.__version__, "total_bytes": sum(len(d) for _, d in members),
         "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in members],
     }, sort_keys=True).encode()
     head = _HEADER.pack(MAGIC, FORMAT, len(manifest)) + manifest
-    whole = hashlib.sha256()
-    temp = f"{path}.{os.getpid()}.tmp"
+
+    def write(f):
+        whole = hashlib.sha256()
+        for chunk in (head, hashlib.sha256(head).digest(), *(d for _, d in members)):
+            f.write(chunk)
+            whole.update(chunk)
+        f.write(whole.digest())
+
+    folder, name = os.path.split(path)
+    if not name:
+        raise ArgumentError("path", f"{path!r} names a folder, not a bundle file")
     try:
-        with open(temp, "wb") as f:
-            for chunk in (head, hashlib.sha256(head).digest(), *(d for _, d in members)):
-                f.write(chunk)
-                whole.update(chunk)
-            f.write(whole.digest())
-        os.replace(temp, path)
-    except OSError as e:
+        dir_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            os.unlink(temp)
-        except OSError:
-            pass
+            _publish(dir_fd, name, name, 0o666, write)
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
         raise BundleError(f"{path}: cannot be written ({e.strerror or e})") from None
 
 
@@ -193,10 +250,49 @@ def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
     return head, manifest["jitkernel"], members
 
 
-def read_bundle(path, max_bytes: int = MAX_TOTAL_BYTES) -> tuple:
-    """(jitkernel version, [(name, entry bytes)]) of the bundle at ``path``, every check passed (BundleError)."""
-    path = os.fspath(path)
-    try:  # non-blocking: a FIFO or device in its place is refused, never waited on
+def _pieces(path: str, f, member: _Member):
+    """The bytes of ``member`` from the bundle open as ``f``, in pieces of at most ``_CHUNK`` bytes (BundleError
+    when the file ends first)."""
+    f.seek(member.offset)
+    left = member.size
+    while left:
+        chunk = f.read(min(left, _CHUNK))
+        if not chunk:
+            raise BundleError(f"{path}: member {member.name}: truncated")
+        left -= len(chunk)
+        yield chunk
+
+
+def _verified(path: str, f, file_size: int, max_bytes: int) -> tuple:
+    """(jitkernel version, [_Member]) of the bundle open as ``f``, every check passed (BundleError), streamed:
+    memory does not grow with the bundle."""
+    head, version, listed = _manifest(path, f, file_size, max_bytes)
+    whole = hashlib.sha256(head)
+    whole.update(hashlib.sha256(head).digest())
+    members, offset = [], len(head) + _DIGEST
+    for name, size, digest in listed:
+        member = _Member(name, offset, size, digest)
+        offset += size
+        own, check = hashlib.sha256(), _core._CacheEntryCheck(name[:64], size)
+        for chunk in _pieces(path, f, member):
+            whole.update(chunk)
+            own.update(chunk)
+            check.update(chunk)
+        if own.hexdigest() != digest:
+            raise BundleError(f"{path}: member {name}: checksum mismatch")
+        why = check.finish()
+        if why:
+            raise BundleError(f"{path}: member {name}: not a valid cache entry ({why})")
+        members.append(member)
+    if whole.digest() != f.read(_DIGEST) or f.read(1):
+        raise BundleError(f"{path}: file checksum mismatch (damaged or altered)")
+    return version, members
+
+
+def _open_bundle(path: str):
+    """The bundle at ``path`` open for reading (a regular file, opened without blocking: a FIFO or device in its
+    place is refused, never waited on) and its size."""
+    try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise BundleError(f"{path}: cannot be read ({e.strerror or e})") from None
@@ -204,25 +300,12 @@ def read_bundle(path, max_bytes: int = MAX_TOTAL_BYTES) -> tuple:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise BundleError(f"{path}: not a regular file")
-    with os.fdopen(fd, "rb") as f:
-        head, version, members = _manifest(path, f, st.st_size, max_bytes)
-        whole = hashlib.sha256(head)
-        whole.update(hashlib.sha256(head).digest())
-        entries = []
-        for name, size, digest in members:
-            data = f.read(size)
-            whole.update(data)
-            if len(data) != size:
-                raise BundleError(f"{path}: member {name}: truncated")
-            if hashlib.sha256(data).hexdigest() != digest:
-                raise BundleError(f"{path}: member {name}: checksum mismatch")
-            why = _core._cache_entry_check(name[:64], data)
-            if why:
-                raise BundleError(f"{path}: member {name}: not a valid cache entry ({why})")
-            entries.append((name, data))
-        if whole.digest() != f.read(_DIGEST) or f.read(1):
-            raise BundleError(f"{path}: file checksum mismatch (damaged or altered)")
-    return version, entries
+    return os.fdopen(fd, "rb"), st.st_size
+
+
+def _changed(path: str, member: _Member) -> BundleError:
+    return BundleError(f"{path}: member {member.name}: changed while being imported (checksum mismatch); not "
+                       f"written")
 
 
 def import_cache(path, into=None, max_bytes: int = MAX_TOTAL_BYTES) -> BundleReport:
@@ -232,25 +315,50 @@ def import_cache(path, into=None, max_bytes: int = MAX_TOTAL_BYTES) -> BundleRep
     ``JITKERNEL_CACHE_READONLY_DIRS``). ``max_bytes``: the most entry bytes a bundle may hold."""
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
         raise ArgumentTypeError("max_bytes", f"expected a non-negative int, got {max_bytes!r}")
-    version, entries = read_bundle(path, max_bytes)
-    if into is not None:
-        stored = _write_into(os.fspath(into), entries)
-    else:
-        from ._cache import cache_info
-
-        if _core._cache_active_directory() is None:
-            raise BundleError(f"{os.fspath(path)}: cannot import: the compile cache is off (see python -m "
-                              f"jitkernel cache info)")
-        before = cache_info().stores
-        for name, data in entries:
-            _core._cache_store_entry(name[:64], data)
-        stored = cache_info().stores - before
-    return BundleReport(os.fspath(path), len(entries), sum(len(d) for _, d in entries), stored, version)
+    path = os.fspath(path)
+    f, file_size = _open_bundle(path)
+    with f:
+        version, members = _verified(path, f, file_size, max_bytes)
+        if into is not None:
+            stored = _write_into(path, f, os.fspath(into), members)
+        else:
+            stored = _store(path, f, members)
+    return BundleReport(path, len(members), sum(m.size for m in members), stored, version)
 
 
-def _write_into(directory: str, entries) -> int:
-    """Writes each entry file into ``directory``/kernels (temp file + rename, never through a link); returns how
-    many were written."""
+def _store(path: str, f, members) -> int:
+    """Stores each member through the compile cache's own store, one at a time; returns how many were stored."""
+    from ._cache import cache_info
+
+    if _core._cache_active_directory() is None:
+        raise BundleError(f"{path}: cannot import: the compile cache is off (see python -m jitkernel cache info)")
+    before = cache_info()
+    for m in members:
+        if m.size > before.max_bytes:
+            continue  # could never stay under the cap (the store would skip it): not even read
+        f.seek(m.offset)
+        data = f.read(m.size)
+        if len(data) != m.size or hashlib.sha256(data).hexdigest() != m.sha256:
+            raise _changed(path, m)
+        _core._cache_store_entry(m.name[:64], data)
+        del data  # before the next read: one entry in memory at a time, not two
+    return cache_info().stores - before.stores
+
+
+def _copy(path: str, f, member: _Member, out) -> None:
+    """Writes ``member`` of the bundle open as ``f`` to the file ``out``, streamed, checking its SHA-256 again
+    (BundleError when it changed since the bundle was checked)."""
+    digest = hashlib.sha256()
+    for chunk in _pieces(path, f, member):
+        digest.update(chunk)
+        out.write(chunk)
+    if digest.hexdigest() != member.sha256:
+        raise _changed(path, member)
+
+
+def _write_into(path: str, f, directory: str, members) -> int:
+    """Writes each member of the bundle open as ``f`` as an entry file of ``directory``/kernels, streamed (temp
+    file + rename, never through a link); returns how many were written."""
     kernels = os.path.join(directory, "kernels")
     try:
         os.makedirs(directory, mode=0o755, exist_ok=True)
@@ -266,20 +374,11 @@ def _write_into(directory: str, entries) -> int:
             if where.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 raise ArgumentError("into", f"{directory} or its kernels folder is writable by group or others; "
                                             f"a read-only tier refuses such a folder")
-        for name, data in entries:
-            temp = f"{name[:64]}.{os.getpid()}.import.tmp"
-            try:
-                out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                              dir_fd=fd)
-                with os.fdopen(out, "wb") as f:
-                    f.write(data)
-                os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        for m in members:
+            try:  # "<key>.import.<pid>.<random>.tmp": a temp file name the cache recognises (and tidies)
+                _publish(fd, m.name, f"{m.name[:64]}.import", 0o644, lambda out, m=m: _copy(path, f, m, out))
             except OSError as e:
-                try:
-                    os.unlink(temp, dir_fd=fd)
-                except OSError:
-                    pass
-                raise BundleError(f"{kernels}/{name}: cannot be written ({e.strerror or e})") from None
+                raise BundleError(f"{kernels}/{m.name}: cannot be written ({e.strerror or e})") from None
     finally:
         os.close(fd)
-    return len(entries)
+    return len(members)

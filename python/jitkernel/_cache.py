@@ -77,9 +77,9 @@ def cache_info() -> CacheInfo:
 
 
 def clear_cache() -> int:
-    """Removes every compiled kernel (and toolkit record) jitkernel stored in the cache folder, and nothing else: no
-    file of another format, no symbolic link, nothing a link points to. Returns how many compiled kernels were
-    removed."""
+    """Removes every compiled kernel (and toolkit record) jitkernel stored in the cache folder, and the compile
+    claims of dead owners (never a live one), and nothing else: no file of another format, no symbolic link, nothing
+    a link points to. Returns how many compiled kernels were removed."""
     return _core._cache_clear()[0]
 
 

@@ -3,7 +3,9 @@ trip gives identical entry files (through the cache's own store, or ``into=`` a 
 tier); hostile bundles (names that are paths, absolute or not entry names, a huge declared size, a truncated or
 extended file, bad checksums of an entry, the manifest or the file, another version, duplicate names, a valid
 checksum over an entry that is not one) are refused with a BundleError saying what was wrong, and nothing is
-written.
+written. Files are never written through a link planted at a temp name, nor blocked by what a killed import with our
+pid left; a sparse bundle declaring hundreds of megabytes is imported with bounded memory (measured in a child
+process); an entry changed between the check and the write is never written.
 """
 from __future__ import annotations
 
@@ -205,3 +207,272 @@ def test_command_line(cache, tmp_path):
     assert out.returncode == 1 and "BundleError" in out.stderr and "truncated" in out.stderr
     assert not list(tmp_path.glob("fresh2/kernels/*.jkc"))
     assert run("import").returncode == 2
+
+
+# Files written by export and import --into (issue 24, items 4 and 8): every temp file is created exclusively under
+# an unpredictable name, so nothing planted at a name is written through, and nothing a killed process left behind
+# (with a pid that a container has since reused) blocks a write.
+
+def test_export_never_writes_through_a_link_at_its_temp_name(cache, tmp_path):
+    cache(tmp_path / "source")
+    fill(1)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    bundle = tmp_path / "out.jkbundle"
+    planted = tmp_path / f"{bundle.name}.{os.getpid()}.tmp"  # the temp name export once used: <path>.<pid>.tmp
+    os.symlink(victim, planted)
+    report = jk.export_cache(bundle)
+    assert report.entries == 2
+    assert victim.read_bytes() == b"precious"
+    assert not bundle.is_symlink() and stat.S_ISREG(os.lstat(bundle).st_mode)
+    assert os.readlink(planted) == str(victim)  # left alone
+    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["source", "victim", "out.jkbundle",
+                                                                 planted.name, "tier"])  # no temp file left
+
+
+class Predicted:
+    """Makes the next temp names bundles choose predictable: the first ``n`` random parts are ``0123456789abcdef``
+    (an attacker who guessed them), then random again."""
+
+    def __init__(self, monkeypatch, n=1):
+        import secrets
+
+        self.token = "0123456789abcdef"
+        real, left = secrets.token_hex, [n]
+
+        def token_hex(nbytes=None):
+            if left[0] > 0:
+                left[0] -= 1
+                return self.token
+            return real(nbytes)
+
+        monkeypatch.setattr(_bundle.secrets, "token_hex", token_hex)
+
+
+def test_temp_names_taken_by_links_are_skipped(cache, tmp_path, monkeypatch):
+    cache(tmp_path / "source")
+    fill(1)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    bundle = tmp_path / "out.jkbundle"
+    token = Predicted(monkeypatch).token
+    os.symlink(victim, tmp_path / f"{bundle.name}.{os.getpid()}.{token}.tmp")
+    assert jk.export_cache(bundle).entries == 2
+    assert victim.read_bytes() == b"precious" and not bundle.is_symlink()
+    tier = tmp_path / "tier"
+    (tier / "kernels").mkdir(parents=True, mode=0o755)
+    names = sorted(entries(tmp_path / "source"))
+    for name in names:  # a link at the first name each entry's temp file would get
+        os.symlink(victim, tier / "kernels" / f"{name[:64]}.import.{os.getpid()}.{token}.tmp")
+    Predicted(monkeypatch, n=len(names))
+    assert jk.import_cache(bundle, into=tier).stored == 2
+    assert victim.read_bytes() == b"precious"
+    assert entries(tier) == entries(tmp_path / "source")
+    Predicted(monkeypatch, n=10**6)  # every name taken: an error naming the entry, nothing written through
+    (tier / "kernels" / names[0]).unlink()
+    with pytest.raises(jk.BundleError, match=f"{names[0]}: cannot be written .*temp file name"):
+        jk.import_cache(bundle, into=tier)
+    with pytest.raises(jk.BundleError, match="out.jkbundle: cannot be written"):
+        jk.export_cache(bundle)
+    assert victim.read_bytes() == b"precious"
+
+
+def test_import_is_not_blocked_by_what_a_killed_import_with_our_pid_left(good, tmp_path):
+    bundle = tmp_path / "b.jkbundle"
+    bundle.write_bytes(build(good))
+    kernels = tmp_path / "tier" / "kernels"
+    kernels.mkdir(parents=True, mode=0o755)
+    for name, data in good:  # what `cache import --into` killed mid-write left, under every name it ever used
+        (kernels / f"{name[:64]}.{os.getpid()}.import.tmp").write_bytes(data[:10])
+        (kernels / f"{name[:64]}.import.{os.getpid()}.0123456789abcdef.tmp").write_bytes(data[:10])
+    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == len(good)
+    assert entries(tmp_path / "tier") == dict(good)
+    out = subprocess.run([sys.executable, "-m", "jitkernel", "cache", "import", str(bundle), "--into",
+                          str(tmp_path / "tier")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+
+
+def test_export_path_that_names_a_folder(cache, tmp_path):
+    with pytest.raises(jk.ArgumentError, match="path"):
+        jk.export_cache(str(tmp_path) + os.sep)
+    with pytest.raises(jk.BundleError, match="cannot be written"):
+        jk.export_cache(tmp_path / "missing" / "b.jkbundle")
+
+
+# A sparse bundle (issue 24, item 5): declaring hundreds of megabytes that take no disk, it must not take that memory
+# either. Import streams: its peak memory (measured in a child process) grows by a few chunks for the check and for
+# --into, and by one entry (at most the cache's cap) for the cache's own store, never by the whole bundle.
+
+MB = 1 << 20
+BOMB_ENTRIES, BOMB_PAYLOAD = 4, 32 * MB
+
+
+def entry_header(key: bytes, payload_size: int, payload_sha256: bytes) -> bytes:
+    """A cache entry file's header (cpp/jitkernel/cache/entry.hpp)."""
+    return struct.pack("<8sII32sQ32sQ", b"\x89JKC\r\n\x1a\n", 1, 96, key, payload_size, payload_sha256, 0)
+
+
+def sparse_bundle(path, entries: int, payload: int, damage_end: bool = False) -> None:
+    """A valid bundle of `entries` entries whose payloads are `payload` zero bytes, written as a sparse file (holes
+    for the zeros); `damage_end`: its last checksum is wrong."""
+    zeros = bytes(MB)
+
+    def hash_zeros(h):
+        for _ in range(payload // MB):
+            h.update(zeros)
+        h.update(bytes(payload % MB))
+        return h
+
+    payload_sha = hash_zeros(hashlib.sha256()).digest()
+    headers = [entry_header(hashlib.sha256(b"%d" % i).digest(), payload, payload_sha) for i in range(entries)]
+    listing = {"format": 1, "jitkernel": jk.__version__, "total_bytes": entries * (96 + payload), "entries": [
+        {"name": h[16:48].hex() + ".jkc", "size": 96 + payload,
+         "sha256": hash_zeros(hashlib.sha256(h)).hexdigest()} for h in headers]}
+    text = json.dumps(listing).encode()
+    head = struct.pack("<8sII", _bundle.MAGIC, 1, len(text)) + text
+    whole = hashlib.sha256(head + hashlib.sha256(head).digest())
+    with open(path, "wb") as f:
+        f.write(head + hashlib.sha256(head).digest())
+        for h in headers:
+            f.write(h)
+            whole.update(h)
+            hash_zeros(whole)
+            f.seek(payload, os.SEEK_CUR)
+        f.write(bytes(32) if damage_end else whole.digest())
+
+
+PEAK = r"""
+import json, resource, sys
+import jitkernel as jk
+path, into = sys.argv[1], (sys.argv[2] or None)
+try:
+    outcome = jk.import_cache(path, into=into).stored
+except jk.BundleError as e:
+    outcome = str(e)
+print(json.dumps({"outcome": outcome, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def import_peak(bundle, folder, into="") -> dict:
+    """Imports `bundle` in a fresh process (cache folder `folder`, or --into `into`): {"outcome": stored or the
+    BundleError's text, "peak": its peak resident memory in bytes}."""
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=str(folder))
+    env.pop("JITKERNEL_CACHE_MAX_BYTES", None)
+    out = subprocess.run([sys.executable, "-c", PEAK, str(bundle), str(into)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sparse files, ru_maxrss in KiB: Linux")
+@pytest.mark.parametrize("where", ["checked only", "into a folder", "the cache's store"])
+def test_sparse_bundle_is_imported_with_bounded_memory(tmp_path, where):
+    small = tmp_path / "small.jkbundle"
+    sparse_bundle(small, 1, 1000)
+    baseline = import_peak(small, tmp_path / "baseline")
+    assert baseline["outcome"] == 1, baseline
+    bomb = tmp_path / "bomb.jkbundle"
+    sparse_bundle(bomb, BOMB_ENTRIES, BOMB_PAYLOAD, damage_end=where == "checked only")
+    total = BOMB_ENTRIES * BOMB_PAYLOAD
+    assert os.stat(bomb).st_blocks * 512 < total // 10  # sparse: the bundle takes (almost) no disk
+    into = tmp_path / "tier" if where == "into a folder" else ""
+    result = import_peak(bomb, tmp_path / "cache", into)
+    growth = result["peak"] - baseline["peak"]
+    if where == "checked only":  # the whole file was read and hashed, then refused: nothing written
+        assert "file checksum mismatch" in str(result["outcome"]), result
+        assert not (tmp_path / "cache" / "kernels").exists() or not list((tmp_path / "cache" / "kernels").iterdir())
+    else:
+        assert result["outcome"] == BOMB_ENTRIES, result
+        folder = tmp_path / ("tier" if into else "cache") / "kernels"
+        assert sorted(p.stat().st_size for p in folder.iterdir()) == [96 + BOMB_PAYLOAD] * BOMB_ENTRIES
+    bound = (BOMB_PAYLOAD if where == "the cache's store" else 0) + 24 * MB  # one entry at most, plus slack
+    assert growth < bound, f"peak memory grew by {growth / MB:.0f} MiB importing a {total / MB:.0f} MiB bundle"
+
+
+@pytest.mark.parametrize("into", [False, True])
+def test_entry_changed_after_the_check_is_never_written(good, tmp_path, monkeypatch, into):
+    # Import checks the whole bundle, then reads each entry again to write it: an entry changed in between (a
+    # bundle on shared storage rewritten meanwhile) is refused, never written; the entries before it were checked.
+    bundle = tmp_path / "b.jkbundle"
+    data = build(good)
+    bundle.write_bytes(data)
+    checked = _bundle._verified
+
+    def then_changed(*args):
+        result = checked(*args)
+        bundle.write_bytes(flip(-40)(data))  # inside the last entry
+        return result
+
+    monkeypatch.setattr(_bundle, "_verified", then_changed)
+    with pytest.raises(jk.BundleError, match=f"{good[-1][0]}: changed while being imported"):
+        jk.import_cache(bundle, into=tmp_path / "tier" if into else None)
+    folder = tmp_path / ("tier" if into else "target")
+    assert entries(folder) == dict(good[:-1])
+    assert sorted(p.name for p in (folder / "kernels").iterdir()) == sorted(n for n, _ in good[:-1])  # no temp file
+
+
+def hand_made_members(n: int = 3) -> list:
+    """n valid entry files (name, bytes) made by hand: no compile needed."""
+    out = []
+    for i in range(n):
+        payload = bytes(range(i, i + 40))
+        key = hashlib.sha256(b"hand-made %d" % i).digest()
+        out.append((key.hex() + ".jkc", entry_header(key, len(payload), hashlib.sha256(payload).digest()) + payload))
+    return sorted(out)
+
+
+def test_mutated_bundles_give_only_bundle_errors_and_write_all_or_nothing(tmp_path):
+    # Fuzz: byte flips, cuts, insertions and JSON-level edits of a valid bundle. Every import either stores exactly
+    # the bundle's entries or raises a BundleError, writing nothing; no other exception, no temp file left.
+    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+    members = hand_made_members()
+    data = build(members)
+    assert jk.import_cache(_write(tmp_path / "ok.jkbundle", data), into=tmp_path / "ok").stored == len(members)
+    edits = st.one_of(
+        st.tuples(st.just("flip"), st.integers(0, len(data) - 1), st.integers(1, 255)),
+        st.tuples(st.just("cut"), st.integers(0, len(data) - 1), st.integers(1, 64)),
+        st.tuples(st.just("insert"), st.integers(0, len(data)), st.binary(min_size=1, max_size=16)),
+        st.tuples(st.just("field"), st.sampled_from(["size", "sha256", "name", "total_bytes"]),
+                  st.one_of(st.integers(-2, 1 << 62), st.text(max_size=70), st.none(), st.lists(st.integers()))),
+    )
+    runs = iter(range(10**9))
+
+    @settings(max_examples=300, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(edits)
+    def one(edit):
+        kind, at, what = edit
+        if kind == "flip":
+            mutated = data[:at] + bytes([data[at] ^ what]) + data[at + 1:]
+        elif kind == "cut":
+            mutated = data[:at] + data[at + what:]
+        elif kind == "insert":
+            mutated = data[:at] + what + data[at:]
+        else:
+            listing = {"format": 1, "jitkernel": jk.__version__, "total_bytes": sum(len(d) for _, d in members),
+                       "entries": [{"name": n, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
+                                   for n, d in members]}
+            if at == "total_bytes":
+                listing["total_bytes"] = what
+            else:
+                listing["entries"][1][at] = what
+            mutated = build(members, manifest=listing)
+        run = next(runs)
+        bundle = _write(tmp_path / f"m{run}.jkbundle", mutated)
+        tier = tmp_path / f"t{run}"
+        try:
+            stored = jk.import_cache(bundle, into=tier)
+        except jk.BundleError:
+            assert not tier.exists()
+        else:
+            assert stored.stored == len(members) and entries(tier) == dict(members)
+        bundle.unlink()
+
+    one()
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path

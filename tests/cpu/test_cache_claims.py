@@ -1,9 +1,10 @@
 """Compile claims between processes without a GPU: 64 processes started at once on one empty cache folder compile each
 kernel about once (the counts are in the assertion messages) and all get the binary NVRTC makes; a claim never
 blocks beyond its bound: one left by a process killed mid-compile or naming a dead pid is taken over at once, one
-older than the bound is removed, a live one on another host is waited for until the bound, and a compile error in
-the owner makes the waiters compile themselves at once (each gets the real error); JITKERNEL_CACHE_CLAIM=0 turns
-claims off, and bad settings warn once.
+older than the bound is removed, one whose owner exited but was not reaped yet (a zombie) is taken over at once, a
+live one on another host is waited for until the bound, and a compile error in the owner makes the waiters compile
+themselves at once (each gets the real error); clear_cache() and `cache clear` remove the claims of dead owners and
+keep live ones; JITKERNEL_CACHE_CLAIM=0 turns claims off, and bad settings warn once.
 """
 from __future__ import annotations
 
@@ -107,6 +108,95 @@ def test_claim_naming_a_dead_pid_does_not_block(tmp_path, reference):
     result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=60)
     assert result["shas"] == [sha] and result["compiles"] == 1 and result["claim_waits"] == 0, result
     assert result["seconds"] < 30 and not claim.exists()
+
+
+# What the core writes in a claim, from inside the owner: its host, pid and process start time (/proc/self/stat
+# field 22). Then the owner exits; the test does not reap it, so it stays a zombie (issue 24, item 6).
+OWNER_EXITS = r"""
+import os, sys
+path, host = sys.argv[1:3]
+stat = open("/proc/self/stat").read()
+start = stat[stat.rindex(")") + 2:].split()[19]
+with open(path + ".tmp", "w") as f:
+    f.write(f"jitkernel claim 1\n{host} {os.getpid()} {start}\n")
+os.rename(path + ".tmp", path)
+"""
+
+
+def zombie_owner(path):
+    """A process that wrote the claim `path` as its own (host, pid, start time) and exited, not reaped: a zombie.
+    Returns its Popen (the caller reaps it with .wait())."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    owner = subprocess.Popen([sys.executable, "-c", OWNER_EXITS, str(path), host_id()])
+    deadline = time.monotonic() + 60
+    while True:  # exited, and not reaped (Popen reaps only when asked)
+        with open(f"/proc/{owner.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        assert time.monotonic() < deadline, "the owner never exited"
+        time.sleep(0.01)
+    assert path.exists()
+    return owner
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_claim_of_an_exited_unreaped_owner_does_not_block(tmp_path, reference):
+    # A launcher reaps its ranks in order: a rank killed mid-compile is a zombie until then, which kill(pid, 0) and
+    # its start time both call alive. Its claim must be taken over at once, not after the bound.
+    folder = tmp_path / "cache"
+    sha, key = reference[2]
+    owner = zombie_owner(folder / "claims" / f"{key}.claim")
+    try:
+        result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=20)
+    finally:
+        owner.wait(timeout=60)
+    assert result["shas"] == [sha] and result["compiles"] == 1, result
+    assert (result["claim_waits"], result["claim_timeouts"]) == (0, 0) and result["seconds"] < 10, result
+    assert not (folder / "claims" / f"{key}.claim").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+@pytest.mark.parametrize("how", ["clear_cache", "command line"])
+def test_clear_removes_claims_of_dead_owners_only(tmp_path, monkeypatch, how):
+    folder = tmp_path / "cache"
+    claims = folder / "claims"
+    dead = {
+        "dead pid": plant(folder, "1" * 64, host_id(), dead_pid()),
+        "older than the bound": plant(folder, "2" * 64, "another-host/boot", 1, age=120),
+        "unwritten, old": claims / f"{'3' * 64}.claim",
+        "writer killed before linking": claims / f"{'4' * 64}.claim.tmp.{dead_pid()}.0",
+    }
+    for path in list(dead.values())[2:]:
+        path.write_bytes(b"")
+        os.utime(path, (time.time() - 60, time.time() - 60))
+    live = {
+        "this process": plant(folder, "5" * 64, host_id(), os.getpid()),
+        "another host": plant(folder, "6" * 64, "another-host/boot", 1),
+        "being written": claims / f"{'7' * 64}.claim",
+        "not a claim": claims / "notes.txt",
+    }
+    live["being written"].write_bytes(b"")
+    live["not a claim"].write_bytes(b"mine")
+    os.utime(live["not a claim"], (time.time() - 3600, time.time() - 3600))
+    owner = zombie_owner(claims / f"{'8' * 64}.claim")
+    dead["exited, not reaped"] = claims / f"{'8' * 64}.claim"
+    try:
+        if how == "clear_cache":
+            monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(folder))
+            _core._cache_reset()
+            try:
+                jk.clear_cache()
+            finally:
+                monkeypatch.undo()
+                _core._cache_reset()
+        else:
+            out = subprocess.run([sys.executable, "-m", "jitkernel", "cache", "clear"], capture_output=True,
+                                 text=True, env=environment(folder), timeout=120)
+            assert out.returncode == 0, out.stderr
+    finally:
+        owner.wait(timeout=60)
+    assert [why for why, path in dead.items() if os.path.lexists(path)] == []
+    assert [why for why, path in live.items() if not path.exists()] == []
 
 
 def test_claim_older_than_the_bound_is_removed(tmp_path, reference):

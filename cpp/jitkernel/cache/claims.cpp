@@ -1,7 +1,9 @@
 // The compile claims of claims.hpp: creating one, telling a live holder from
-// a dead or stale one, and the bounded wait.
+// a dead or stale one (a zombie is dead), the bounded wait, and tidying the
+// claims of dead owners (clear()).
 #include "jitkernel/cache/claims.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -78,16 +81,29 @@ std::optional<unsigned long long> decimal(const std::string& word) {
   return value;
 }
 
-// The process start time of `pid` in clock ticks since boot (Linux /proc),
-// which tells a live owner from a later process that reuses its pid.
-std::optional<unsigned long long> start_time(long pid) {
+// What /proc/<pid>/stat tells of a process (Linux): its state, and its
+// start time in clock ticks since boot, which tells a live owner from a
+// later process that reuses its pid.
+struct ProcessStat {
+  char state = '?';  // 'Z' (zombie) and 'X' (dead): exited, not yet reaped
+  unsigned long long start = 0;
+};
+
+std::optional<ProcessStat> process_stat(long pid) {
   const std::string text = read_small(("/proc/" + std::to_string(pid) + "/stat").c_str(), 4096);
   const std::size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
   if (paren == std::string::npos) return std::nullopt;
   const std::vector<std::string> fields = words(std::string_view(text).substr(paren + 1));
-  // The first word after ')' is field 3; field 22 is starttime.
-  if (fields.size() < 20) return std::nullopt;
-  return decimal(fields[19]);
+  // The first word after ')' is field 3 (state); field 22 is starttime.
+  if (fields.size() < 20 || fields[0].size() != 1) return std::nullopt;
+  const std::optional<unsigned long long> start = decimal(fields[19]);
+  if (!start) return std::nullopt;
+  return ProcessStat{fields[0][0], *start};
+}
+
+unsigned long long start_time(long pid) {
+  const std::optional<ProcessStat> stat = process_stat(pid);
+  return stat ? stat->start : 0;
 }
 
 // This machine and boot: claims by the same host can be checked for liveness.
@@ -126,10 +142,13 @@ Holder::State judge(const std::string& text, std::int64_t age) {
   const unsigned long long start = *start_field;
   if (host != host_id()) return Holder::Live;  // only the bound tells
   if (pid == ::getpid())  // this process, or a dead one that had its pid
-    return start == 0 || start == start_time(pid).value_or(0) ? Holder::Ours : Holder::Stale;
+    return start == 0 || start == start_time(pid) ? Holder::Ours : Holder::Stale;
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return Holder::Stale;
-  const std::optional<unsigned long long> now = start_time(pid);
-  return now && start != 0 && *now != start ? Holder::Stale : Holder::Live;
+  // A killed owner its parent has not reaped yet (a zombie) passes kill(),
+  // and keeps its start time: dead all the same.
+  const std::optional<ProcessStat> now = process_stat(pid);
+  if (now && (now->state == 'Z' || now->state == 'X')) return Holder::Stale;
+  return now && start != 0 && now->start != start ? Holder::Stale : Holder::Live;
 }
 
 Holder inspect(int folder, const std::string& name, std::int64_t wait_ns) {
@@ -155,12 +174,20 @@ Holder inspect(int folder, const std::string& name, std::int64_t wait_ns) {
   return h;
 }
 
-// Unlinks `name` if it still is the file (device, inode) that was judged.
-void remove_if_same(int folder, const std::string& name, dev_t device, ino_t inode) {
+// Unlinks `name` if it still is the file (device, inode) that was judged;
+// returns whether it did.
+bool remove_if_same(int folder, const std::string& name, dev_t device, ino_t inode) {
   struct stat st;
-  if (::fstatat(folder, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == device &&
-      st.st_ino == inode)
-    ::unlinkat(folder, name.c_str(), 0);
+  return ::fstatat(folder, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == device &&
+         st.st_ino == inode && ::unlinkat(folder, name.c_str(), 0) == 0;
+}
+
+constexpr std::string_view kClaimSuffix = ".claim";
+// ClaimMaker's temp files: "<claim name>.tmp.<pid>.<counter>".
+constexpr std::string_view kClaimTempMark = ".claim.tmp.";
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 }  // namespace
@@ -174,13 +201,14 @@ struct ClaimMaker {
   static Result create(const Folder& folder, const std::string& name, Claim& claim) {
     static std::atomic<unsigned> counter{0};
     const long pid = static_cast<long>(::getpid());
-    const std::string temp = name + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
+    const std::string temp = name.substr(0, name.size() - kClaimSuffix.size()) + std::string(kClaimTempMark) +
+                             std::to_string(pid) + "." + std::to_string(counter++);
     Fd fd(::openat(folder.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    0600));
     if (!fd) return Failed;
     char text[kMaxClaimBytes];
     const int n = std::snprintf(text, sizeof(text), "jitkernel claim 1\n%s %ld %llu\n",
-                                host_id().c_str(), pid, start_time(pid).value_or(0));
+                                host_id().c_str(), pid, start_time(pid));
     struct stat st;
     const bool written = n > 0 && static_cast<std::size_t>(n) < sizeof(text) &&
                          write_all(fd.get(), text, static_cast<std::size_t>(n)) &&
@@ -215,7 +243,7 @@ Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::
   if (!prepare_private_folder(claims_folder, true, LinkPolicy::Refuse).empty()) return out;
   const Folder folder(claims_folder);
   if (!folder.ok()) return out;
-  const std::string name = to_hex(key) + ".claim";
+  const std::string name = to_hex(key) + std::string(kClaimSuffix);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
   std::int64_t poll = kFirstPollNs;
   bool seen_live = false;  // a live holder was waited for: if it vanishes, do not claim after it
@@ -267,6 +295,35 @@ Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::
   }
   out.timed_out = true;
   return out;
+}
+
+std::uint64_t remove_dead_claims(const std::string& claims_folder, std::int64_t wait_ns) {
+  if (!prepare_private_folder(claims_folder, false, LinkPolicy::Refuse).empty()) return 0;
+  const Folder folder(claims_folder);
+  if (!folder.ok()) return 0;
+  const int copy = ::dup(folder.fd());  // fdopendir takes the descriptor it is given
+  if (copy < 0) return 0;
+  DIR* const dir = ::fdopendir(copy);
+  if (dir == nullptr) {
+    ::close(copy);
+    return 0;
+  }
+  const std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, &::closedir);
+  std::vector<std::string> names;  // listed first: removing while reading a folder may skip names
+  while (const struct dirent* e = ::readdir(dir)) names.emplace_back(e->d_name);
+  std::uint64_t removed = 0;
+  for (const std::string& name : names) {
+    if (ends_with(name, kClaimSuffix)) {
+      const Holder h = inspect(folder.fd(), name, wait_ns);
+      if (h.state == Holder::Stale) removed += remove_if_same(folder.fd(), name, h.device, h.inode);
+    } else if (name.find(kClaimTempMark) != std::string::npos) {
+      struct stat st;
+      if (::fstatat(folder.fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          now_ns() - mtime_ns(st) > kUnwrittenNs)
+        removed += remove_if_same(folder.fd(), name, st.st_dev, st.st_ino);
+    }
+  }
+  return removed;
 }
 
 }  // namespace jk::cache

@@ -20,6 +20,11 @@
 //   visible elsewhere at once): the bound is all a waiter relies on;
 // - a claim held by this same process (another thread) is not waited for:
 //   that thread may need a lock (the GIL) the waiting one holds.
+// - an owner that exited but was not reaped yet (a zombie: a launcher that
+//   reaps its ranks in order) is dead too, though kill(pid, 0) succeeds.
+// clear() removes the claims of dead owners, those older than the bound, and
+// the temp files of claim writers killed before they linked theirs
+// (remove_dead_claims); live claims stay.
 // A claim is never a lock: ignoring one costs a duplicate compile, nothing
 // else. The owner removes its claim only while the name still holds the file
 // it created (a claim removed as stale and taken by another is left alone).
@@ -74,5 +79,12 @@ struct Claimed {
 // the entry has appeared.
 Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::int64_t wait_ns,
                       const std::function<bool()>& found, Claim& claim);
+
+// Removes from `claims_folder` every claim no process would wait for (its
+// owner is dead, or it is older than `wait_ns`: what a waiter takes over)
+// and every claim temp file older than a writer needs; keeps live claims
+// (this process's too) and files not named like either. Returns how many
+// files were removed.
+std::uint64_t remove_dead_claims(const std::string& claims_folder, std::int64_t wait_ns);
 
 }  // namespace jk::cache

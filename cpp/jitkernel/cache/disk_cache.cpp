@@ -416,6 +416,7 @@ Cleared clear() {
       (i == kEntries ? out.entries : out.records)++;
     }
   }
+  remove_dead_claims(c->directory + "/" + kClaimFolder, c->claim_wait_ns);  // live ones stay (claims.hpp)
   return out;
 }
 

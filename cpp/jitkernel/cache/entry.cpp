@@ -55,7 +55,10 @@ const char* check_entry_header(const EntryHeaderBytes& h, const Digest& key,
 }
 
 bool payload_matches(const EntryHeaderBytes& header, std::string_view payload) {
-  Digest checksum = sha256(payload);
+  return payload_checksum_matches(header, sha256(payload));
+}
+
+bool payload_checksum_matches(const EntryHeaderBytes& header, const Digest& checksum) {
   return std::memcmp(header.data() + kChecksumAt, checksum.data(), checksum.size()) == 0;
 }
 

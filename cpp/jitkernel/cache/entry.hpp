@@ -41,4 +41,8 @@ const char* check_entry_header(const EntryHeaderBytes& header, const Digest& key
 // Whether `payload` has the checksum recorded in `header`.
 bool payload_matches(const EntryHeaderBytes& header, std::string_view payload);
 
+// Whether `checksum` (the SHA-256 of a payload, hashed in pieces by the
+// caller) is the one recorded in `header`.
+bool payload_checksum_matches(const EntryHeaderBytes& header, const Digest& checksum);
+
 }  // namespace jk::cache
