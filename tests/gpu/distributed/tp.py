@@ -35,10 +35,6 @@ norm = jk.sharded("rowwise")(K.rms_norm)
 ARG0, ARG1 = (r"\b(argument|arg|args|input|inputs)\W{0,2}%d\b" % i for i in (0, 1))
 
 
-def _diff(a, b) -> float:
-    return (R.full(a) - b.detach()).abs().max().item()
-
-
 def _parallel(mlp, mesh):
     return parallelize_module(mlp, mesh, {"fc1": ColwiseParallel(use_local_output=False), "fc2": RowwiseParallel()})
 
@@ -63,7 +59,7 @@ def elementwise_on_colwise_output(mesh, device, world):
     with CommDebugMode() as comm:
         y = act(h)
     ok = isinstance(y, DTensor) and tuple(y.placements) == tuple(h.placements)
-    diff = _diff(y, K.gelu_ref(h.full_tensor())) if isinstance(y, DTensor) else None
+    diff = R.scaled_diff(y, K.gelu_ref(h.full_tensor())) if isinstance(y, DTensor) else None
     return [{"check": "elementwise on the column-parallel output", "input_placements": str(h.placements),
              "output": type(y).__name__, "output_placements": str(getattr(y, "placements", None)),
              "collectives": comm.get_total_counts(), "diff": diff,
@@ -90,8 +86,8 @@ def rowwise_on_split_rows(mesh, device, world):
             xr, wr = xf.clone().requires_grad_(), wf.clone().requires_grad_()
             yr = K.rms_norm_ref(xr, wr)
             yr.backward(cf)
-            entry.update(y=_diff(y, yr), dx=_diff(x.grad, xr.grad), dweight=_diff(w.grad, wr.grad),
-                         dweight_placements=str(w.grad.placements))
+            entry.update(y=R.scaled_diff(y, yr), dx=R.scaled_diff(x.grad, xr.grad),
+                         dweight=R.scaled_diff(w.grad, wr.grad), dweight_placements=str(w.grad.placements))
         numbers = [entry.get(k) for k in ("y", "dx", "dweight")]
         entry["ok"] = (tuple(getattr(y, "placements", ())) == (placement,) and collectives == 0
                        and all(n is not None and n <= R.TOL for n in numbers))
