@@ -1,7 +1,7 @@
 """jitkernel kernels inside the torch programs users run, on a GPU: torch.compile (fullgraph, dynamic shapes,
 reduce-overhead CUDA graphs), outputs= and in-place calls, torch.export reloaded in a new process, and gradients
-through kernel.vjp (gradcheck eagerly, and the same gradients compiled). Two-GPU variants skip with one GPU."""
-import os
+through kernel.vjp (gradcheck eagerly, and the same gradients compiled). DDP and the other multi-GPU programs are in
+test_distributed_torch_gpu.py."""
 import subprocess
 import sys
 
@@ -13,14 +13,16 @@ from _gpu_util import INDEX, need
 
 pytestmark = pytest.mark.gpu
 
+# Every element of x, whatever its rank: i < x.numel().
+IN_X = INDEX + "size_t n = 1;\nfor (int d = 0; d < x_ndim; ++d) n *= x_shape[d];\nif (i < n) "
+
 SOFTPLUS = jk.cuda_kernel(
     name="softplus_fwd", input_names=["x", "beta"], output_names=["y"],
-    source=INDEX + "if (i < x_shape[0]) { T b = beta[0]; T v = x[i] * b; y[i] = v > T(20) ? x[i] : log1p(exp(v)) / b; }")
+    source=IN_X + "{ T b = beta[0]; T v = x[i] * b; y[i] = v > T(20) ? x[i] : log1p(exp(v)) / b; }")
 SOFTPLUS_BWD = jk.cuda_kernel(
     name="softplus_bwd", input_names=["x", "dy", "beta"], output_names=["dx"],
-    source=INDEX + "if (i < x_shape[0]) { T v = x[i] * T(beta[0]); dx[i] = dy[i] / (T(1) + exp(-v)); }")
-SCALE = jk.cuda_kernel(name="scale", input_names=["x", "s"], output_names=["y"],
-                       source=INDEX + "if (i < x_shape[0]) y[i] = x[i] * s[0];")
+    source=IN_X + "{ T v = x[i] * T(beta[0]); dx[i] = dy[i] / (T(1) + exp(-v)); }")
+SCALE = jk.cuda_kernel(name="scale", input_names=["x", "s"], output_names=["y"], source=IN_X + "y[i] = x[i] * s[0];")
 
 
 @SOFTPLUS.vjp
@@ -62,6 +64,17 @@ def test_fullgraph_no_break_and_equal_to_eager(torch):
     compiled = torch.compile(f, fullgraph=True)
     torch.testing.assert_close(compiled(x), f(x))
     torch.testing.assert_close(compiled(x), torch.nn.functional.softplus(x, beta=2.0) * 3)
+
+
+def test_every_element_of_a_2d_input_eager_and_compiled(torch):
+    x = torch.randn(32, 64, device="cuda", requires_grad=True)
+    f = lambda x: softplus(x, 2.0)  # noqa: E731
+    for fn in (f, torch.compile(f, fullgraph=True)):
+        y = fn(x)
+        torch.testing.assert_close(y, torch.nn.functional.softplus(x.detach(), beta=2.0))
+        (g,) = torch.autograd.grad(y.sum(), x)
+        torch.testing.assert_close(g, torch.sigmoid(2.0 * x.detach()))
+    torch.testing.assert_close(scale(x.detach(), 0.5), x.detach() * 0.5)
 
 
 def test_dynamic_shapes_one_graph_many_sizes(torch):
@@ -164,35 +177,3 @@ def test_capture_with_allocation_replays(torch):
     g.replay()
     torch.cuda.synchronize()
     np.testing.assert_allclose(y.cpu().numpy(), np.arange(512) * 2.0)
-
-
-def test_ddp_two_ranks(torch, tmp_path):
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs")
-    script = tmp_path / "ddp.py"
-    script.write_text(_DDP_SCRIPT)
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29531")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", str(script)],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.count("rank ok") == 2
-
-
-_DDP_SCRIPT = '''
-import os, sys, torch, torch.distributed as dist
-sys.path.insert(0, %r)
-from test_torch_compile_gpu import softplus
-dist.init_process_group("nccl")
-rank = dist.get_rank()
-torch.cuda.set_device(rank)
-model = torch.nn.Linear(64, 64).cuda()
-ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
-step = torch.compile(lambda x: softplus(ddp(x), 1.0).sum())
-x = torch.randn(32, 64, device="cuda", requires_grad=True)
-step(x).backward()
-ref = torch.nn.functional.softplus(model(x)).sum()
-torch.testing.assert_close(step(x), ref)
-print("rank ok", rank)
-dist.destroy_process_group()
-''' % os.path.dirname(os.path.abspath(__file__))
-
