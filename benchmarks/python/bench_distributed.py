@@ -45,7 +45,7 @@ IMPLS = ("jitkernel", "triton", "torch")  # display order
 WRAPPERS = ("ddp", "fsdp2")
 MODES = ("compile", "eager")
 # Seconds kept for each part still to come when a part's time limit is set (they run faster: warm caches).
-SHARE_TORCH, SHARE_JAX, SHARE_REPORT = 40, 50, 5
+SHARE_TORCH, SHARE_JAX, SHARE_REPORT = 35, 45, 5
 MIN_PART_S = 20  # a part with less time than this left is not started
 
 os.environ.update(MANDATORY_ENV)
