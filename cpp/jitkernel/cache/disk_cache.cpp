@@ -383,7 +383,7 @@ Info info() {
     const std::vector<Folder>& folders = c->folders;
     for (std::size_t i = 0; i < folders.size(); ++i) list_files(folders[i], i, files);
     for (const CacheFile& f : files) {
-      if (f.folder == kEntries && !f.temp) out.entries++;
+      if (!f.temp) (f.folder == kEntries ? out.entries : out.records)++;
       out.bytes = saturating_add(out.bytes, f.size);
     }
   }

@@ -111,6 +111,7 @@ struct Info {
   bool enabled = false;         // active_directory() has a value
   std::string disabled_reason;  // why not, when !enabled
   std::uint64_t entries = 0;    // entry files in the folder now
+  std::uint64_t records = 0;    // record files (load_record) in the folder now
   std::uint64_t bytes = 0;      // size of everything the cap counts (entries,
                                 // records, temp files being written)
   std::uint64_t max_bytes = 0;  // the cap
