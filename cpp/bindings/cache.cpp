@@ -70,6 +70,7 @@ nb::dict info_dict() {
   d["enabled"] = info.enabled;
   d["disabled_reason"] = info.disabled_reason;
   d["entries"] = info.entries;
+  d["records"] = info.records;
   d["bytes"] = info.bytes;
   d["max_bytes"] = info.max_bytes;
   d["hits"] = info.hits;

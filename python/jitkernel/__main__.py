@@ -101,7 +101,8 @@ def cache(action: str, args=None) -> int:
     info = jk.cache_info()
     print(f"path: {info.path}")
     print(f"enabled: {'yes' if info.enabled else 'no (' + info.disabled_reason + ')'}")
-    print(f"entries: {info.entries}")
+    print(f"entries: {info.entries} compiled kernel{'' if info.entries == 1 else 's'}, {info.records} toolkit "
+          f"record{'' if info.records == 1 else 's'}")
     print(f"size: {_size(info.bytes)} of at most {_size(info.max_bytes)}")
     for tier in info.readonly:
         state = f"{tier.entries} entries, {_size(tier.bytes)}" if tier.used else f"not used: {tier.reason}"

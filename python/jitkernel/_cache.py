@@ -53,6 +53,7 @@ class CacheInfo:
     enabled: bool  # the folder is in use
     disabled_reason: str  # why not, when not enabled
     entries: int  # compiled kernels stored in the folder now
+    records: int  # toolkit records stored there now (records/: where NVRTC and the CUDA headers were found)
     bytes: int  # size of everything the cap counts (kernels, toolkit records, files being written)
     max_bytes: int  # the cap (JITKERNEL_CACHE_MAX_BYTES)
     hits: int  # kernels this process loaded from the folder

@@ -197,6 +197,48 @@ def test_command_line_reports_what_was_removed(cache, reference):
     assert (cache.folder / "kernels" / "keep.txt").exists()
 
 
+# ---- folders above the cache folder or a tier (another user's side: test_cache_other_user.py) ----------------------
+
+@pytest.mark.parametrize("mode, problem", [(0o777, "writable by others"), (0o775, "writable by its group"),
+                                           (0o1777, None), (0o755, None)])
+def test_cache_folder_in_a_parent_others_may_write_is_refused(cache, reference, tmp_path, mode, problem):
+    # Whoever may write the parent (without the sticky bit, which /tmp has) could rename the folder away and put
+    # their own, with their binaries, in its place.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, mode)
+    cache.configure(shared / "cache")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert compile_kernel(2) == reference[2]
+    found = [str(w.message) for w in cache_warnings(record)]
+    info = jk.cache_info()
+    if problem is None:
+        assert found == [] and info.enabled and len(entry_files(cache.folder)) == 1
+    else:
+        assert len(found) == 1 and f"{shared} is {problem}" in found[0] and "sticky" in found[0], found
+        assert not info.enabled and problem in info.disabled_reason
+        assert not (shared / "cache").exists()  # nothing is created in such a folder
+
+
+@pytest.mark.parametrize("mode, used", [(0o777, False), (0o770, False), (0o1777, True)])
+def test_tier_in_a_parent_others_may_write_is_refused(cache, reference, tmp_path, mode, used):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    tier = shared / "tier"
+    assert run_child(tier, factors=(2,))["stores"] == 1
+    os.chmod(shared, mode)
+    cache.configure(tmp_path / "writable", JITKERNEL_CACHE_READONLY_DIRS=str(tier))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert compile_kernel(2) == reference[2]
+    found = [str(w.message) for w in cache_warnings(record)]
+    (info,) = jk.cache_info().readonly
+    assert info.used == used and jk.cache_info().readonly_hits == int(used)
+    if not used:
+        assert len(found) == 1 and str(shared) in found[0] and str(shared) in info.reason, found
+
+
 # ---- reads are bounded ---------------------------------------------------------------------------------------------------
 
 HUGE = 6 << 30

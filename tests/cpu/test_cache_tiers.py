@@ -63,6 +63,30 @@ def test_tier_answers_a_fresh_process_with_an_empty_folder(tier, tmp_path, refer
     assert snapshot(tier) == before
 
 
+def test_tier_answering_every_kernel_writes_only_the_toolkit_record(tier, tmp_path, reference):
+    # Issue 24, item 11: two processes (one per GPU) answered wholly by the tier (no miss, no compile) leave no
+    # kernel in the writable folder; the one file there is the toolkit search's record (records/: where NVRTC and
+    # the headers were found, docs/cache_tiers.md), which cache_info() counts apart from kernels.
+    writable = tmp_path / "writable"
+    for device in ("0", "1"):
+        result = run(writable, factors=(2, 3), JITKERNEL_CACHE_READONLY_DIRS=tier, CUDA_VISIBLE_DEVICES=device)
+        assert (result["misses"], result["compiles"], result["stores"], result["readonly_hits"]) == (0, 0, 0, 2)
+    files = sorted(p.relative_to(writable) for p in writable.rglob("*") if not p.is_dir())
+    assert [p.parent.name for p in files] == ["records"], files  # no kernels/, claims/ or temp file
+    assert files[0].suffix == ".jkc" and (writable / files[0]).read_bytes()[96:].startswith(b"jitkernel toolkit")
+    info = subprocess.run([sys.executable, "-c", "import jitkernel as jk; i = jk.cache_info(); "
+                           "print(i.entries, i.records, i.bytes == sum(f.stat().st_size for f in "
+                           f"__import__('pathlib').Path({str(writable)!r}).rglob('*.jkc')))"],
+                          env=environment(writable, JITKERNEL_CACHE_READONLY_DIRS=tier), capture_output=True, text=True,
+                          timeout=120)
+    assert info.returncode == 0, info.stderr
+    assert info.stdout.split() == ["0", "1", "True"]
+    cli = subprocess.run([sys.executable, "-W", "ignore", "-m", "jitkernel", "cache", "info"],
+                         env=environment(writable, JITKERNEL_CACHE_READONLY_DIRS=tier), capture_output=True,
+                         text=True, timeout=120)
+    assert "entries: 0 compiled kernels, 1 toolkit record" in cli.stdout, cli.stdout
+
+
 def test_miss_compiles_into_the_writable_folder_only(tier, tmp_path, reference):
     before = snapshot(tier)
     writable = tmp_path / "writable"

@@ -102,18 +102,28 @@ std::string temp_name(const Digest& key, std::uint64_t size) {
 
 Folder::Folder(const std::string& path)
     : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)),
-      error_(fd_ ? 0 : errno) {}
+      error_(fd_ ? 0 : errno) {
+  read_owner();
+}
 
-std::vector<Folder> open_folders(const std::string& directory) {
-  std::vector<Folder> folders;
-  folders.emplace_back(directory + "/" + kEntryFolder);
-  folders.emplace_back(directory + "/" + kRecordFolder);
-  return folders;
+Folder::Folder(Fd fd, int error) : fd_(std::move(fd)), error_(fd_ ? 0 : error) { read_owner(); }
+
+void Folder::read_owner() {
+  struct stat st;
+  if (!fd_) return;
+  if (::fstat(fd_.get(), &st) == 0) {
+    owner_ = st.st_uid;
+  } else {
+    error_ = errno;
+    fd_.reset();
+  }
 }
 
 void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>& out, bool tidy) {
   if (!folder.ok()) return;
-  const int copy = ::dup(folder.fd());  // fdopendir takes the descriptor it is given
+  // A descriptor of its own (fdopendir takes the one it is given), not a dup:
+  // a dup would share its position with listings in other threads.
+  const int copy = ::openat(folder.fd(), ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
   if (copy < 0) return;
   DIR* dir = ::fdopendir(copy);
   if (dir == nullptr) {
@@ -121,7 +131,6 @@ void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>&
     return;
   }
   std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, &::closedir);
-  ::rewinddir(dir);  // the copy shares the position of an earlier listing
   const std::int64_t now = now_ns();
   constexpr std::int64_t kSecond = 1000000000;
   while (struct dirent* e = ::readdir(dir)) {

@@ -33,22 +33,28 @@ std::string temp_name(const Digest& key, std::uint64_t size);
 
 // A subfolder of the cache, opened as a directory without following a link
 // (a link in its place is not opened: not ok()). Every operation on the
-// files in it is relative to this descriptor.
+// files in it is relative to this descriptor, and it is kept open as long
+// as the folder is used: renaming the path later does not change which
+// folder it is.
 class Folder {
  public:
   Folder() = default;
   explicit Folder(const std::string& path);
+  // A folder opened and vetted already (directory.hpp); `error` says why
+  // not when `fd` holds none.
+  Folder(Fd fd, int error);
   bool ok() const { return static_cast<bool>(fd_); }
   int fd() const { return fd_.get(); }
   int error() const { return error_; }  // why it could not be opened
+  uid_t owner() const { return owner_; }  // when ok()
 
  private:
+  void read_owner();  // or not ok() when it cannot be fstat'ed
+
   Fd fd_;
   int error_ = 0;
+  uid_t owner_ = 0;
 };
-
-// The cache's folders of `directory`, in the order kEntries, kRecords.
-std::vector<Folder> open_folders(const std::string& directory);
 
 // One of our files found by a listing.
 struct CacheFile {
@@ -62,7 +68,8 @@ struct CacheFile {
 };
 
 // Appends the entries and temp files (by name; regular files only, never
-// following a link) of `folder` to `out`, each with `index` as its folder;
+// following a link) of `folder` to `out` (listed through a descriptor of its
+// own: listings in other threads do not disturb it), each with `index` as its folder;
 // removes temp files older than an hour (left over from a crashed writer)
 // when `tidy` (never in a read-only tier). Files that vanish meanwhile are
 // skipped.

@@ -50,6 +50,12 @@ constexpr std::size_t kMaxRecords = 64;
 struct Config {
   std::string directory;        // configured folder ("" without a home folder)
   std::string entries;          // directory/kernels
+  // The folder's kernels and records subfolders (kEntries, kRecords), opened
+  // once they passed the checks (directory.hpp) and used through these
+  // descriptors from then on: a rename of the path after the checks does
+  // not change which folder this process reads and writes. The records
+  // folder may be not ok() (records are then not kept).
+  std::vector<Folder> folders;
   bool readable = false;        // the folder passed the checks: loads may hit
   std::atomic<bool> writable{false};  // stores allowed (off after a failed write)
   std::string disabled_reason;  // when not readable
@@ -164,10 +170,11 @@ std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
     return c;
   }
   c->entries = c->directory + "/" + kEntryFolder;
-  std::string problem = prepare_private_folder(c->directory, true);
+  Fd root, entries, records;
+  std::string problem = open_private_folder(c->directory, true, LinkPolicy::Follow, root);
   std::string where = c->directory;
   if (problem.empty()) {
-    problem = prepare_private_folder(c->entries, true, LinkPolicy::Refuse);
+    problem = open_private_subfolder(root.get(), kEntryFolder, true, entries);
     where = c->entries;
   }
   if (!problem.empty()) {
@@ -178,6 +185,11 @@ std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
                                       "JITKERNEL_CACHE=0)"});
     return c;
   }
+  // A records folder that cannot be used only means no records (silent).
+  const int records_error =
+      open_private_subfolder(root.get(), kRecordFolder, true, records).empty() ? 0 : EPERM;
+  c->folders.emplace_back(std::move(entries), 0);
+  c->folders.emplace_back(std::move(records), records_error);
   c->readable = true;
   c->writable = true;
   return c;
@@ -225,14 +237,14 @@ enum class Where { None, Folder, Tier };
 // Looks `key` up in the folder (when readable), then in each usable tier in
 // order; `bad` tells whether a bad entry was found on the way.
 Where lookup(const Config& c, const Key& key, std::string& payload, bool& bad) {
-  auto found = [&](const std::string& folder, Folders whose) {
+  auto found = [&](const Folder& folder, Folders whose) {
     const Read read = read_entry(folder, key, c.max_bytes, payload, whose);
     bad = bad || read == Read::Bad;
     return read == Read::Hit;
   };
-  if (c.readable && found(c.entries, Folders::Own)) return Where::Folder;
+  if (c.readable && found(c.folders[kEntries], Folders::Own)) return Where::Folder;
   for (const Tier& t : c.tiers) {
-    if (t.problem.empty() && found(t.entries, Folders::ReadOnly)) return Where::Tier;
+    if (t.problem.empty() && found(t.folder, Folders::ReadOnly)) return Where::Tier;
   }
   return Where::None;
 }
@@ -274,7 +286,8 @@ std::optional<std::string> load_from_disk(const Key& key, Claim* claim) {
   if (claim != nullptr && where == Where::None && c->readable && c->writable && c->claims) {
     const Claimed claimed = claim_or_wait(
         c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
-        [&] { return read_entry(c->entries, key, c->max_bytes, payload) == Read::Hit; }, *claim);
+        [&] { return read_entry(c->folders[kEntries], key, c->max_bytes, payload) == Read::Hit; },
+        *claim);
     Counters& counters = state().counters;
     if (claimed.waited) counters.claim_waits++;
     if (claimed.timed_out) counters.claim_timeouts++;
@@ -296,11 +309,10 @@ void store(const Key& key, std::string_view payload) {
   if (payload.size() > c->max_bytes - std::min<std::uint64_t>(c->max_bytes, kEntryHeaderSize) ||
       kEntryHeaderSize > c->max_bytes)
     return;  // could never stay
-  const std::vector<Folder> folders = open_folders(c->directory);
   const char* what = "";
   int error = 0;
   std::uint64_t evictions = 0;
-  const Write result = write_entry(folders, kEntries, key, payload, c->max_bytes,
+  const Write result = write_entry(c->folders, kEntries, key, payload, c->max_bytes,
                                    evictions, &what, &error);
   state().counters.evictions += evictions;
   switch (result) {
@@ -321,10 +333,11 @@ void store(const Key& key, std::string_view payload) {
 std::optional<std::string> load_record(const Key& key) {
   std::shared_ptr<Config> c = config();
   if (!c->readable) return std::nullopt;
-  const std::string folder = c->directory + "/" + kRecordFolder;
-  // A record names a library to load: only a private folder's are used.
+  const Folder& folder = c->folders[kRecords];
+  // A record names a library to load: only a private folder's are used
+  // (re-checked here, as a user may have changed its mode meanwhile).
   std::string payload;
-  if (!prepare_private_folder(folder, false, LinkPolicy::Refuse).empty() ||
+  if (!folder.ok() || !private_folder_problem(folder.fd()).empty() ||
       read_entry(folder, key, c->max_bytes, payload) != Read::Hit)
     return std::nullopt;
   return payload;
@@ -336,10 +349,9 @@ void store_record(const Key& key, std::string_view payload) {
   if (payload.size() > c->max_bytes - std::min<std::uint64_t>(c->max_bytes, kEntryHeaderSize) ||
       kEntryHeaderSize > c->max_bytes)
     return;
-  const std::string folder = c->directory + "/" + kRecordFolder;
-  if (!prepare_private_folder(folder, true, LinkPolicy::Refuse).empty())
+  const std::vector<Folder>& folders = c->folders;
+  if (!folders[kRecords].ok() || !private_folder_problem(folders[kRecords].fd()).empty())
     return;  // the caller finds no record next time and rediscovers
-  const std::vector<Folder> folders = open_folders(c->directory);
   const char* what = "";
   int error = 0;
   std::uint64_t evictions = 0;
@@ -366,12 +378,12 @@ Info info() {
     out.disabled_reason = c->write_problem;
   }
   out.max_bytes = c->max_bytes;
-  if (!c->directory.empty() && prepare_private_folder(c->directory, false).empty()) {
+  if (c->readable) {
     std::vector<CacheFile> files;
-    const std::vector<Folder> folders = open_folders(c->directory);
+    const std::vector<Folder>& folders = c->folders;
     for (std::size_t i = 0; i < folders.size(); ++i) list_files(folders[i], i, files);
     for (const CacheFile& f : files) {
-      if (f.folder == kEntries && !f.temp) out.entries++;
+      if (!f.temp) (f.folder == kEntries ? out.entries : out.records)++;
       out.bytes = saturating_add(out.bytes, f.size);
     }
   }
@@ -379,7 +391,7 @@ Info info() {
     TierInfo tier{t.directory, t.problem};
     if (t.problem.empty()) {
       std::vector<CacheFile> files;
-      list_files(Folder(t.entries), kEntries, files, false);
+      list_files(t.folder, kEntries, files, false);
       for (const CacheFile& f : files) {
         if (!f.temp) tier.entries++;
         tier.bytes = saturating_add(tier.bytes, f.size);
@@ -404,8 +416,8 @@ Info info() {
 Cleared clear() {
   std::shared_ptr<Config> c = config();
   Cleared out;
-  if (c->directory.empty() || !prepare_private_folder(c->directory, false).empty()) return out;
-  const std::vector<Folder> folders = open_folders(c->directory);
+  if (!c->readable) return out;
+  const std::vector<Folder>& folders = c->folders;
   for (std::size_t i = 0; i < folders.size(); ++i) {
     struct stat st;
     if (!folders[i].ok() || ::fstat(folders[i].fd(), &st) != 0 || st.st_uid != ::geteuid()) continue;

@@ -21,7 +21,8 @@
 // rename at once (a claim's waiter gives up after its bound).
 //
 // Never an error: a folder that cannot be used (owned by another user,
-// writable by group/others, not creatable) or a write that fails (read-only
+// writable by group/others, inside a folder another user could replace it
+// from, not creatable) or a write that fails (read-only
 // or full disk) turns the disk cache off for the process with one warning
 // per cause (see set_warning_handler); compiles then stay in memory only.
 // Whatever the folder holds never blocks, crashes or exhausts memory: files
@@ -49,10 +50,14 @@ namespace jk::cache {
 using Key = Digest;
 
 // The absolute cache folder when the disk cache is enabled and usable
-// (created 0700, owned by this user, not writable by group/others), else
-// nullopt (JITKERNEL_CACHE=0, or turned off after its one warning). Entries
-// live in its "kernels" subfolder, records (below) in "records"; both count
-// toward the cap, and neither may be a symbolic link.
+// (created 0700, owned by this user, not writable by group/others, and every
+// folder above it owned by root or this user and writable by nobody else
+// unless sticky: directory.hpp), else nullopt (JITKERNEL_CACHE=0, or turned
+// off after its one warning). Entries live in its "kernels" subfolder,
+// records (below) in "records"; both count toward the cap, and neither may
+// be a symbolic link. Both are opened when the environment is read and used
+// through their descriptors: renaming the folder later changes nothing for
+// this process (it goes on in the folder it checked).
 std::optional<std::string> active_directory();
 
 // The folder the configuration names, whether or not it is usable or enabled
@@ -106,6 +111,7 @@ struct Info {
   bool enabled = false;         // active_directory() has a value
   std::string disabled_reason;  // why not, when !enabled
   std::uint64_t entries = 0;    // entry files in the folder now
+  std::uint64_t records = 0;    // record files (load_record) in the folder now
   std::uint64_t bytes = 0;      // size of everything the cap counts (entries,
                                 // records, temp files being written)
   std::uint64_t max_bytes = 0;  // the cap

@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "jitkernel/cache/directory.hpp"
 #include "jitkernel/cache/entry.hpp"
 #include "jitkernel/cache/eviction.hpp"
 #include "jitkernel/cache/file_io.hpp"
@@ -77,12 +78,13 @@ bool vanished(int error) { return error == ENOENT || error == ESTALE || error ==
 
 }  // namespace
 
-Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_bytes,
+Read read_entry(const Folder& folder, const Digest& key, std::uint64_t max_bytes,
                 std::string& payload, Folders whose) {
-  const std::string path = folder + "/" + entry_name(key);
+  if (!folder.ok()) return Read::Missing;
+  const std::string name = entry_name(key);
   Fd fd;
   struct stat st;
-  switch (open_for_reading(AT_FDCWD, path.c_str(), fd, st)) {
+  switch (open_for_reading(folder.fd(), name.c_str(), fd, st)) {
     case OpenedAs::Missing:
       return Read::Missing;  // a link counts as no entry: it is never opened
     case OpenedAs::NotAFile:
@@ -90,7 +92,9 @@ Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_
     case OpenedAs::File:
       break;
   }
-  if (whose == Folders::ReadOnly && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return Read::Bad;
+  if (whose == Folders::ReadOnly &&
+      ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 || !trusted_owner(st.st_uid, folder.owner())))
+    return Read::Bad;
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   EntryHeaderBytes header;
   if (size < kEntryHeaderSize || size > max_bytes) return Read::Bad;

@@ -36,10 +36,11 @@ enum class Read { Hit, Missing, Bad };
 
 // Whose folder an entry is read from: the writable folder's hits are marked
 // recently used; a read-only tier (tiers.hpp) is never modified, and its
-// entry files must not be writable by group or others (else Bad).
+// entry files must not be writable by group or others, and must belong to
+// root, this user or the owner of `folder` (else Bad).
 enum class Folders { Own, ReadOnly };
 
-// Reads the entry for `key` in `folder` into `payload` (checked against its
+// Reads the entry for `key` in `folder` (relative to its descriptor) into `payload` (checked against its
 // header and checksum); a hit in our own folder marks it recently used (the
 // owner may always set times to now). Never blocks on what is in the entry's
 // place, and never allocates more than the file's real size, which must be
@@ -48,7 +49,7 @@ enum class Folders { Own, ReadOnly };
 // fails because the file went away or its server lost it (ENOENT, ESTALE,
 // EIO: another process removed it, or a network file system) is Missing,
 // not Bad: a plain miss, no warning.
-Read read_entry(const std::string& folder, const Digest& key, std::uint64_t max_bytes,
+Read read_entry(const Folder& folder, const Digest& key, std::uint64_t max_bytes,
                 std::string& payload, Folders whose = Folders::Own);
 
 }  // namespace jk::cache

@@ -2,9 +2,11 @@
 #include "jitkernel/cache/tiers.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/directory.hpp"
+#include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/settings.hpp"
 
 namespace jk::cache {
@@ -20,11 +22,10 @@ std::vector<Tier> readonly_tiers(const std::string& value, const std::string& wr
       continue;
     t.entries = t.directory + "/" + kEntryFolder;
     // The folder itself may be a link (the user chose it); its subfolder may not.
-    t.problem = check_readonly_folder(t.directory, LinkPolicy::Follow);
-    if (t.problem.empty()) {
-      t.problem = check_readonly_folder(t.entries, LinkPolicy::Refuse);
-      if (!t.problem.empty()) t.problem = std::string(kEntryFolder) + ": " + t.problem;
-    }
+    Fd entries;
+    t.problem = open_readonly_tier(t.directory, kEntryFolder, entries);
+    t.folder = Folder(std::move(entries), 0);
+    if (t.problem.empty() && !t.folder.ok()) t.problem = errno_text(t.folder.error());
     tiers.push_back(std::move(t));
   }
   return tiers;

@@ -5,11 +5,17 @@
 // What a read-only tier must be, and why. It is never written to: no entry,
 // temp file, claim or mtime touch, no eviction, no clear -- so it need not be
 // ours, and a read-only mount works. It may belong to anyone (root, a deploy
-// user): the user named it, as they name a folder on PATH. But neither its
-// group nor others may write to it or to its "kernels" subfolder (checked
-// once, when the environment is read), nor to an entry file (checked on the
-// opened file at each load): anyone who could write there could plant a
-// binary with a valid checksum (the checksum catches damage, not intent).
+// user): the user named it, as they name a folder on PATH. But nobody else
+// may be able to change it: neither its group nor others may write to it or
+// to its "kernels" subfolder, every folder above it belongs to root, this
+// user or the tier's owner and is writable by neither group nor others
+// unless sticky, and "kernels" belongs to one of those (all checked once,
+// when the environment is read, on the folders as opened: directory.hpp),
+// nor to an entry file, which must also belong to one of them (checked on
+// the opened file at each load): anyone who could write there could plant
+// a binary with a valid checksum (the checksum catches damage, not intent).
+// The tier's "kernels" folder stays open: a tier renamed or replaced after
+// the checks is not looked at by this process.
 // Entries are read like the writable folder's: no link followed, regular
 // files only, bounded reads, magic, key and checksum verified; a bad one is a
 // miss. A hit is not copied into the writable folder: the tier already
@@ -19,12 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "jitkernel/cache/cache_files.hpp"
+
 namespace jk::cache {
 
 struct Tier {
   std::string directory;  // as configured, made absolute
   std::string entries;    // directory/kernels
   std::string problem;    // why it is not used ("" when it is)
+  Folder folder;          // `entries`, held open (ok() when used)
 };
 
 // The tiers JITKERNEL_CACHE_READONLY_DIRS (`value`) names, each checked,
