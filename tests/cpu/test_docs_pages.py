@@ -23,7 +23,7 @@ def _report_skips(tally):
 def test_pages_and_groups_are_found():
     # The pages this site documents with examples, and the README's marked example groups.
     assert {"examples.md", "mlx_examples.md", "cache.md", "errors.md", "frameworks.md"} <= set(PAGES)
-    assert set(GROUPS) == {"example", "pytorch", "jax"}
+    assert set(GROUPS) == {"example", "pytorch", "jax", "many-gpus-jax"}
     assert len(runner.readme_groups()["example"]) == 2
     assert set(runner.readme_scripts()) == {"many-gpus-torch"}
 

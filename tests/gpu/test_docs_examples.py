@@ -67,6 +67,22 @@ def test_readme_jax_example():
     np.testing.assert_allclose(np.asarray(scope["g"]), 1 / (1 + np.exp(-x)), rtol=1e-5)
 
 
+def test_readme_many_gpus_jax_example():
+    jax = need("jax")
+    tally = _run("many-gpus-jax")
+    assert tally.skipped == 0, tally.skipped_steps
+    scope = tally.namespace
+    n, w = len(jax.devices()), np.linspace(0.0, 1.0, 128)
+    np.testing.assert_allclose(np.asarray(scope["y"]), np.broadcast_to(w, (8 * n, 128)), rtol=1e-6)
+    # every x is 1: each shard's loss gradient is 2 * 8 rows * w (the pmean's mean of equal shards), the whole
+    # array's 2 * 8n rows * w
+    np.testing.assert_allclose(np.asarray(scope["dp_grad"]), 16 * w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(scope["grad"]), 16 * n * w, rtol=1e-5, atol=1e-5)
+    assert len(scope["y"].sharding.device_set) == n
+    text = jax.jit(scope["scale_columns"]).lower(scope["x"], scope["w"]).compile().as_text()
+    assert "all-gather" not in text
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
