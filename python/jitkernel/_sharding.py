@@ -21,6 +21,7 @@ Placements that do not fit the rule are errors naming the argument, never a redi
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import sys
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ class Factors:
     replicated: frozenset
 
     def shardy(self) -> str:
-        """The rule in Shardy's einsum-like notation (``"i j, j -> i j"``)."""
+        """The rule as written in messages: ``"i j, j -> i j"``, a rank-0 array as ``()``."""
         def side(entries):
             return ", ".join(" ".join(e) if e else "()" for e in entries)
         return f"{side(self.inputs)} -> {side(self.outputs)}"
@@ -129,6 +130,16 @@ def resolve(rule: str, replicated, input_ranks, output_ranks) -> Factors:
                 raise ArgumentError("rule", f"array {what} {k} has {rank} dimension(s) but the rule gives it "
                                             f"{len(entry)} ({' '.join(entry) or '()'})")
     return Factors(inputs, outputs, frozenset(replicated))
+
+
+def argument_name(sharded, position: int) -> str:
+    """``argument 1 ('w')``: the position and, where the signature tells it, the parameter's name."""
+    try:
+        params = [p for p in inspect.signature(sharded.fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return f"argument {position} ({params[position].name!r})" if position < len(params) else f"argument {position}"
 
 
 class Sharded:

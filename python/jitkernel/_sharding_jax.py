@@ -29,8 +29,7 @@ from __future__ import annotations
 import math
 
 from ._errors import ArgumentError, ArgumentTypeError
-from ._sharding import Factors, resolve
-from ._sharding_torch import _argument_name
+from ._sharding import Factors, argument_name as _argument_name, resolve
 
 
 def _is_array(value) -> bool:

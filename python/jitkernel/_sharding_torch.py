@@ -13,20 +13,8 @@ the gradient of an argument replicated over an axis that splits the others is ea
 """
 from __future__ import annotations
 
-import inspect
-
 from ._errors import ArgumentError, ArgumentTypeError
-from ._sharding import Factors, resolve
-
-
-def _argument_name(sharded, position: int) -> str:
-    """``argument 1 ('w')``: the position and, where the signature tells it, the parameter's name."""
-    try:
-        params = [p for p in inspect.signature(sharded.fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    return f"argument {position} ({params[position].name!r})" if position < len(params) else f"argument {position}"
+from ._sharding import Factors, argument_name as _argument_name, resolve
 
 
 def _placements_of(a, mesh_ndim: int, replicate):
