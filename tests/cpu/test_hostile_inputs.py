@@ -431,3 +431,27 @@ def test_object_naming_a_framework_that_is_not_loaded(framework):
     proc = subprocess.run([sys.executable, "-c", SPOOF, framework], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("jitkernel error:"), proc.stdout + proc.stderr
+
+
+# --- an XLA custom call whose attributes were changed ----------------------------------------------------------
+
+def _xla_call(tag):
+    return _core.xla_encode(f"hostile_{tag}", ["a"], ["o"], "o[0] = a[0];", "", True, 0, [("a", jk.float32, (4,))],
+                            [(4,)], [jk.float32], None, (4, 1, 1), (4, 1, 1), None, 0)
+
+
+@pytest.mark.parametrize("stage", ["instantiate", "initialize", "execute"])
+def test_a_registered_xla_key_runs_only_its_own_call_text(stage):
+    # Every stage resolves its call by the text, not by the key's word: a custom call pairing a registered key
+    # with any other jk_call text (garbage, another call's, an edited copy) is an FFI error naming jk_key; it ran
+    # the registered kernel before. The stand-in XLA has no device: a stage that resolved its call ends there.
+    text, key = _xla_call(stage)
+    resolved = None if stage == "instantiate" else "stand-in XLA: no device"
+    assert _core._xla_run_stage(text, key, "instantiate") is None  # registers it
+    assert _core._xla_run_stage(bytes(bytearray(text)), key, stage) == resolved  # a copy of its text: compared bytes
+    other, _ = _xla_call(stage + "_other")
+    for changed in [b"", b"garbage", other, text[:-1], text + b"1:x", text[:-1] + bytes([text[-1] ^ 1])]:
+        message = _core._xla_run_stage(changed, key, stage)
+        assert message is not None and f"{stage} stage: jk_key: does not match the jk_call attribute" in message, \
+            (changed, message)
+    assert _core._xla_run_stage(text, key, stage) == resolved  # the registered call is unharmed

@@ -115,10 +115,9 @@ Attributes read_attributes(const abi::CallFrame& frame) {
 
 PreparedCall& call_of(const abi::CallFrame& frame, const PreparedCall** named) {
   const Attributes attrs = read_attributes(frame);
-  PreparedCall* call = find_call(attrs.key);
-  if (call == nullptr) call = &prepare_call(attrs.text, attrs.key);
-  *named = call;
-  return *call;
+  PreparedCall& call = prepare_call(attrs.text, attrs.key);
+  *named = &call;
+  return call;
 }
 
 int device_ordinal(const abi::CallFrame& frame) {
