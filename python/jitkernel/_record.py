@@ -11,6 +11,8 @@ must come out equal, so a line that parses but does not mean what it says is ref
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 from . import _core, _strict_json
 from ._errors import ArgumentError, ArgumentTypeError, RecordError
@@ -89,12 +91,18 @@ def _decode(text: str):
 
 def lines(path: str):
     """(line number, text) of each non-blank line of the record at ``path``; over-long or non-UTF-8 lines are a
-    RecordError. Read one bounded line at a time."""
+    RecordError, and so is a path that is not a regular file (opened without blocking: a FIFO would wait for a
+    writer for ever). Read one bounded line at a time."""
     try:
-        f = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise RecordError(path, 0, f"cannot be read ({e.strerror or e})") from None
+    f = os.fdopen(fd, "rb")
     with f:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a FIFO" if stat.S_ISFIFO(kind) else "a folder" if stat.S_ISDIR(kind) else "a special file"
+            raise RecordError(path, 0, f"is {what}, not a regular file")
         number = 0
         while True:
             raw = f.readline(MAX_LINE_BYTES + 1)

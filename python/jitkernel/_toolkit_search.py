@@ -194,7 +194,8 @@ def search(loaded: list | None = None) -> Toolkit:
         tk.nvrtc_library, tk.nvrtc_found_via = env, "JITKERNEL_NVRTC_PATH"
         if not os.path.isfile(env):
             tk.nvrtc_missing = True
-            tk.notes.append(f"JITKERNEL_NVRTC_PATH={env}: no such file (unset it to search elsewhere)")
+            why = "not a regular file" if os.path.exists(env) else "no such file"
+            tk.notes.append(f"JITKERNEL_NVRTC_PATH={env}: {why} (unset it to search elsewhere)")
     if not tk.nvrtc_library and pathfinder is not None:
         try:
             loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")
