@@ -104,6 +104,16 @@ def _first_line(error: Exception) -> str:
     return lines[0] if lines else ""
 
 
+def _pathfinder_installed() -> bool:
+    """Whether cuda-pathfinder can be imported, without importing it. ``find_spec("cuda.pathfinder")`` imports the
+    parent package ``cuda``, so where no ``cuda`` package is installed at all (``pip install .`` without an extra)
+    it raises ModuleNotFoundError instead of answering None."""
+    try:
+        return importlib.util.find_spec("cuda.pathfinder") is not None
+    except (ImportError, ValueError):  # no (or a broken) parent package `cuda`
+        return False
+
+
 def _pathfinder():
     if os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None, "cuda-pathfinder: skipped (JITKERNEL_NO_PATHFINDER is set)"
@@ -143,7 +153,7 @@ def _wheel_toolkit(loaded: list) -> Toolkit | None:
     if os.environ.get("JITKERNEL_NVRTC_PATH") or os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None
     loaded = list({identity: path for path, identity in loaded}.items())  # one per file, whatever its paths
-    if len(loaded) > 1 or importlib.util.find_spec("cuda.pathfinder") is None:
+    if len(loaded) > 1 or not _pathfinder_installed():
         return None
     found = {}  # by the library's real path: site folders may name one folder twice (a lib64 -> lib link)
     for folder in _site_folders():
