@@ -455,3 +455,15 @@ def test_a_registered_xla_key_runs_only_its_own_call_text(stage):
         assert message is not None and f"{stage} stage: jk_key: does not match the jk_call attribute" in message, \
             (changed, message)
     assert _core._xla_run_stage(text, key, stage) == resolved  # the registered call is unharmed
+
+
+def test_xla_errors_quoting_bytes_of_the_call_text_are_utf8():
+    # Names in the call text may be any bytes; the FFI error that quotes them reaches Python as a str, so bytes that
+    # are not UTF-8 (a stray byte, a surrogate, a cut sequence, an overlong form) are written as \xNN (the
+    # stand-in's conversion to str failed before).
+    text, _ = _xla_call("utf8")
+    for raw in (b"\xff", b"\xed\xa0\x80", b"\xe2\x82", b"\xc0\xaf"):
+        bad = text.replace(b"12:hostile_utf8", b"%d:hostile_%s" % (len(b"hostile_") + len(raw), raw), 1)
+        message = _core._xla_run_stage(bad, int.from_bytes(__import__("hashlib").sha256(bad).digest()[:8], "big"))
+        assert isinstance(message, str) and "instantiate stage" in message, message
+        assert "hostile_" + "".join(f"\\x{b:02x}" for b in raw) in message, message
