@@ -188,15 +188,34 @@ nb::tuple metadata() {
   return nb::make_tuple(md.api_version.major_version, md.api_version.minor_version, md.traits);
 }
 
-// Runs the instantiate stage on a frame with these attributes and no
-// operands; returns the FFI error's message, or None. `api_minor`/`frame_size`
-// stand in for another XLA's version and layout.
-nb::object run_instantiate(nb::bytes text, std::uint64_t key, int api_major, std::size_t frame_size) {
+// The stand-in XLA's device and stream queries (whichever a stage asks
+// first): no device here, said as the FFI error XLA would return (the
+// stages hand it back unchanged), so a stage that resolved its call ends
+// there, before anything touches a GPU.
+template <typename Args>
+xla::abi::Error* no_device(Args*) {
+  return reinterpret_cast<xla::abi::Error*>(new std::string("stand-in XLA: no device"));
+}
+
+// Runs one stage ("instantiate", "initialize" or "execute") on a frame with
+// these attributes and no operands; returns the FFI error's message, or
+// None. `api_major`/`frame_size` stand in for another XLA's version and
+// layout. Past resolving the call, initialize and execute end in the
+// stand-in's "no device" error.
+nb::object run_stage(nb::bytes text, std::uint64_t key, const std::string& stage, int api_major,
+                     std::size_t frame_size) {
   namespace abi = xla::abi;
+  abi::Handler* handler = stage == "instantiate"  ? &xla::instantiate_stage
+                          : stage == "initialize" ? &xla::initialize_stage
+                          : stage == "execute"    ? &xla::execute_stage
+                                                  : nullptr;
+  if (handler == nullptr) throw ArgumentError("stage", "expected 'instantiate', 'initialize' or 'execute'");
   abi::Api api{};
   api.struct_size = abi::kApiSize;
   api.api_version = abi::ApiVersion{abi::kApiVersionSize, nullptr, api_major, abi::kApiMinor};
   api.Error_Create = &record_error;
+  api.DeviceOrdinal_Get = &no_device<abi::DeviceOrdinalGetArgs>;
+  api.Stream_Get = &no_device<abi::StreamGetArgs>;
   abi::ByteSpan call_name{"jk_call", 7}, key_name{"jk_key", 6};
   abi::ByteSpan call_value{static_cast<const char*>(text.data()), text.size()};
   abi::ScalarAttr key_value{abi::kU64, &key};
@@ -206,11 +225,11 @@ nb::object run_instantiate(nb::bytes text, std::uint64_t key, int api_major, std
   abi::CallFrame frame{};
   frame.struct_size = frame_size;
   frame.api = &api;
-  frame.stage = abi::kInstantiate;
+  frame.stage = stage == "instantiate" ? abi::kInstantiate : stage == "initialize" ? abi::kInitialize : abi::kExecute;
   frame.args.struct_size = abi::kArgsSize;
   frame.rets.struct_size = abi::kRetsSize;
   frame.attrs = abi::Attrs{abi::kAttrsSize, nullptr, 2, types, names, values};
-  abi::Error* error = xla::instantiate_stage(&frame);
+  abi::Error* error = handler(&frame);
   if (error == nullptr) return nb::none();
   std::unique_ptr<std::string> message(reinterpret_cast<std::string*>(error));
   return nb::str(message->c_str());
@@ -229,9 +248,9 @@ void bind(nb::module_& m) {
   m.def("_xla_parse", &parse, "Test hook: the jk_call attribute text parsed into a dict.");
   m.def("_xla_execute_count", &xla::execute_count, "Test hook: how often XLA ran the execute stage.");
   m.def("_xla_metadata", &metadata, "Test hook: (api major, api minor, traits) the handler reports to XLA.");
-  m.def("_xla_run_instantiate", &run_instantiate, nb::arg("text"), nb::arg("key"),
+  m.def("_xla_run_stage", &run_stage, nb::arg("text"), nb::arg("key"), nb::arg("stage") = "instantiate",
         nb::arg("api_major") = xla::abi::kApiMajor, nb::arg("frame_size") = xla::abi::kCallFrameSize,
-        "Test hook: the instantiate stage on a stand-in XLA frame; the error message or None.");
+        "Test hook: one handler stage on a stand-in XLA frame (no device); the error message or None.");
 }
 
 const Registration reg(order::kernel + 5, "xla_ffi", bind);

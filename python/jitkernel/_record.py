@@ -1,18 +1,22 @@
 """Call records: reading the file ``JITKERNEL_RECORD`` makes a process write (one JSON line per distinct kernel and
 signature it compiled: cpp/jitkernel/engine/call_record.cpp) and compiling each line again (``precompile --record``).
 
-A record is data, never code: each line is parsed as JSON (duplicate keys, NaN/Infinity and over-long lines
-refused), checked field by field against the format (exact keys, types, counts, dtype names, format version), and
-only then turned into ``cuda_kernel(...)`` and ``kernel.compile(...)`` arguments. As a last check the line is made
-again from the kernel and arguments it gave and must come out equal, so a line that parses but does not mean what
-it says is refused. Every refusal is a ``RecordError`` naming the file and line. Equal lines are compiled once.
+A record is data, never code: each line is parsed as strict JSON (_strict_json: duplicate keys, NaN/Infinity,
+lone surrogates, nesting too deep and over-long lines refused), checked field by field against the format (exact
+keys, types, counts, dtype names, format version), and only then turned into ``cuda_kernel(...)`` and
+``kernel.compile(...)`` arguments. As a last check the line is made again from the kernel and arguments it gave and
+must come out equal, so a line that parses but does not mean what it says is refused. Every refusal is a
+``RecordError`` naming the file and line. Equal lines are compiled once.
 """
 from __future__ import annotations
 
 import json
+import os
+import stat
 
-from . import _core
+from . import _core, _strict_json
 from ._errors import ArgumentError, ArgumentTypeError, RecordError
+from ._strict_json import unique_keys  # noqa: F401 - bundle manifests' key check (_bundle.py) is imported from here
 
 FORMAT = 1
 MAX_LINE_BYTES = 64 << 20  # a kernel's source and header are in its line
@@ -23,41 +27,8 @@ _KERNEL = {"name": str, "input_names": list, "output_names": list, "source": str
            "ensure_row_contiguous": bool, "shared_memory": int, "compile_options": dict}
 
 
-class _Bad(Exception):
-    """A check failed; replay() turns it into a RecordError naming the line."""
-
-
-def unique_keys(pairs):
-    """``json.loads``'s object_pairs_hook for untrusted files (records, bundle manifests): a JSON object that repeats
-    a key is a ValueError (by default the last value would silently win)."""
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"a JSON object repeats a key ({sorted(k for k in keys if keys.count(k) > 1)[0]!r})")
-    return dict(pairs)
-
-
-def _no_constant(name):
-    raise _Bad(f"{name} is not valid in a record")
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _check_type(value, kind, what: str):
-    ok = _is_int(value) if kind is int else isinstance(value, kind)
-    if not ok:
-        raise _Bad(f"{what}: expected {kind.__name__}, got {type(value).__name__}")
-
-
-def _dtype(name, what: str):
-    from ._dtypes import dtype
-
-    _check_type(name, str, what)
-    try:
-        return dtype(name)
-    except (ArgumentError, ArgumentTypeError):
-        raise _Bad(f"{what}: unknown dtype {name!r}") from None
+_Bad = _strict_json.JsonError  # a check failed; replay() turns it into a RecordError naming the line
+_check_type, _dtype = _strict_json.check_type, _strict_json.dtype_field
 
 
 def _input(item, i: int):
@@ -91,15 +62,10 @@ def _template_arg(item, i: int):
 
 def _decode(text: str):
     """(cuda_kernel arguments, inputs, output dtypes, template, parsed line) of one line, or _Bad."""
-    try:
-        line = json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant)
-    except RecursionError:
-        raise _Bad("JSON nested too deeply") from None
-    except ValueError as e:
-        raise _Bad(f"not JSON ({e})") from None
+    line = _strict_json.loads(text)
     if not isinstance(line, dict) or set(line) != _TOP:
         raise _Bad(f"expected a JSON object with the keys {', '.join(sorted(_TOP))}")
-    if not _is_int(line["jitkernel_record"]) or line["jitkernel_record"] != FORMAT:
+    if not _strict_json.is_int(line["jitkernel_record"]) or line["jitkernel_record"] != FORMAT:
         raise _Bad(f"record format {line['jitkernel_record']!r} is not one this jitkernel reads ({FORMAT})")
     if line["backend"] != "cuda":
         raise _Bad(f"backend {line['backend']!r}: only 'cuda' kernels are recorded")
@@ -125,12 +91,18 @@ def _decode(text: str):
 
 def lines(path: str):
     """(line number, text) of each non-blank line of the record at ``path``; over-long or non-UTF-8 lines are a
-    RecordError. Read one bounded line at a time."""
+    RecordError, and so is a path that is not a regular file (opened without blocking: a FIFO would wait for a
+    writer for ever). Read one bounded line at a time."""
     try:
-        f = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise RecordError(path, 0, f"cannot be read ({e.strerror or e})") from None
+    f = os.fdopen(fd, "rb")
     with f:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a FIFO" if stat.S_ISFIFO(kind) else "a folder" if stat.S_ISDIR(kind) else "a special file"
+            raise RecordError(path, 0, f"is {what}, not a regular file")
         number = 0
         while True:
             raw = f.readline(MAX_LINE_BYTES + 1)

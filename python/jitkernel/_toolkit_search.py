@@ -104,6 +104,16 @@ def _first_line(error: Exception) -> str:
     return lines[0] if lines else ""
 
 
+def _pathfinder_installed() -> bool:
+    """Whether cuda-pathfinder can be imported, without importing it. ``find_spec("cuda.pathfinder")`` imports the
+    parent package ``cuda``, so where no ``cuda`` package is installed at all (``pip install .`` without an extra)
+    it raises ModuleNotFoundError instead of answering None."""
+    try:
+        return importlib.util.find_spec("cuda.pathfinder") is not None
+    except (ImportError, ValueError):  # no (or a broken) parent package `cuda`
+        return False
+
+
 def _pathfinder():
     if os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None, "cuda-pathfinder: skipped (JITKERNEL_NO_PATHFINDER is set)"
@@ -143,7 +153,7 @@ def _wheel_toolkit(loaded: list) -> Toolkit | None:
     if os.environ.get("JITKERNEL_NVRTC_PATH") or os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None
     loaded = list({identity: path for path, identity in loaded}.items())  # one per file, whatever its paths
-    if len(loaded) > 1 or importlib.util.find_spec("cuda.pathfinder") is None:
+    if len(loaded) > 1 or not _pathfinder_installed():
         return None
     found = {}  # by the library's real path: site folders may name one folder twice (a lib64 -> lib link)
     for folder in _site_folders():
@@ -194,7 +204,8 @@ def search(loaded: list | None = None) -> Toolkit:
         tk.nvrtc_library, tk.nvrtc_found_via = env, "JITKERNEL_NVRTC_PATH"
         if not os.path.isfile(env):
             tk.nvrtc_missing = True
-            tk.notes.append(f"JITKERNEL_NVRTC_PATH={env}: no such file (unset it to search elsewhere)")
+            why = "not a regular file" if os.path.exists(env) else "no such file"
+            tk.notes.append(f"JITKERNEL_NVRTC_PATH={env}: {why} (unset it to search elsewhere)")
     if not tk.nvrtc_library and pathfinder is not None:
         try:
             loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")

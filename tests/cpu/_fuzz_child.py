@@ -221,13 +221,76 @@ def cache_case(env, damage, action):
     _CACHE.run(env, damage, action)
 
 
+class XlaFuzz:
+    """The xla target's state: one call text registered with the handler (by its instantiate stage), whose edited
+    copies the cases hand to the stages (tests/cpu/_fuzz_targets.py, ``xla_cases``)."""
+
+    NO_DEVICE = "stand-in XLA: no device"  # what a stage that resolved its call ends in (the hook has no GPU)
+
+    def __init__(self):
+        self.text, self.key = jk._core.xla_encode(
+            "fuzz_xla", ["a", "n"], ["o"], "o[0] = a[0] * n[0];", "", True, 0,
+            [("a", jk.float32, (4, 2)), ("n", 3)], [(4, 2)], [jk.float32], [("T", jk.float32), ("B", True)],
+            (8, 1, 1), (8, 1, 1), 0.5, 0)
+        if jk._core._xla_run_stage(self.text, self.key, "instantiate") is not None:
+            raise HarnessError("the fuzz target's own call text was refused")
+
+    @staticmethod
+    def edit(text: bytes, edits) -> bytes:
+        t = bytearray(text)
+        for kind, at, value in edits:
+            i = at % (len(t) + 1)
+            if kind == "insert":
+                t[i:i] = bytes([value])
+            elif kind == "truncate":
+                del t[i:]
+            elif i == len(t):
+                continue
+            elif kind == "flip":
+                t[i] ^= 1 << (value % 8)
+            elif kind == "set":
+                t[i] = value
+            elif kind == "cut":
+                del t[i:i + 1 + value % 16]
+            elif kind == "digit" and 0x30 <= t[i] <= 0x39:
+                t[i] = 0x30 + value % 10
+        return bytes(t)
+
+    def run(self, stage, key_choice, edits):
+        import hashlib
+
+        text = self.edit(self.text, edits)
+        own = int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+        key = {"registered": self.key, "own": own, "wrong": own ^ (1 << 63)}[key_choice]
+        answer = jk._core._xla_run_stage(text, key, stage)
+        if answer is not None and not isinstance(answer, str):
+            raise Invariant(f"the {stage} stage answered {answer!r}")
+        resolved = answer is None or answer == self.NO_DEVICE
+        if key == self.key and text != self.text and resolved:
+            raise Invariant(f"the {stage} stage ran the call registered under a key for another jk_call text")
+        if key_choice == "wrong" and resolved:
+            raise Invariant(f"the {stage} stage ran a jk_call text under a key that is not its own")
+        if text == self.text and key == self.key and not resolved:
+            raise Invariant(f"the {stage} stage refused the registered call's own text: {answer}")
+
+
+_XLA = None
+
+
+def xla_case(stage, key_choice, edits):
+    global _XLA
+    if _XLA is None:
+        _XLA = XlaFuzz()
+    _XLA.run(stage, key_choice, edits)
+
+
 def resolver():
     names = {"jk.cuda_kernel": jk.cuda_kernel, "jk.metal_kernel": jk.metal_kernel, "jk.MetalKernel": jk.MetalKernel,
              "jk.compile_cuda": jk.compile_cuda, "jk.precompiled_cuda_kernel": jk.precompiled_cuda_kernel,
              "jk.dtype": jk.dtype, "jk.Array": jk.Array, "inspect_binary": inspect_binary,
              "check_binary_arch": check_binary_arch,
              "ptx_target_check": ptx_target_check, "dtype_ops": dtype_ops, "array_op": array_op,
-             "cache_case": cache_case}
+             "cache_case": cache_case, "xla_case": xla_case}
     kernels = {}
 
     def get(name):

@@ -274,6 +274,22 @@ def cache_cases(draw):
                                                       "clear_then_compile"])))),)
 
 
+XLA_STAGES = ["instantiate", "initialize", "execute"]
+XLA_EDIT = st.tuples(st.sampled_from(["flip", "set", "cut", "insert", "truncate", "digit"]), st.integers(0, 1 << 20),
+                     st.integers(0, 255))
+
+
+@st.composite
+def xla_cases(draw):
+    """An XLA custom call whose ``jk_call`` text was edited (bytes flipped, set, cut, inserted, a length digit
+    changed) after jitkernel wrote it, handed to one handler stage with the key registered for the original text
+    (``registered``), the edited text's own key (``own``) or a wrong one (``wrong``): the stage answers with an FFI
+    error unless the text is the one its key was registered for."""
+    return (step("xla_case", (draw(st.sampled_from(XLA_STAGES)),
+                              draw(st.sampled_from(["registered", "registered", "own", "wrong"])),
+                              draw(st.lists(XLA_EDIT, max_size=4)))),)
+
+
 TARGETS = {
     "factory": lambda: factory_cases(False),
     "source": lambda: signature_cases(["K_ab", "K_x", "K_nameless", "K_empty"], ["source", "entry_name"]),
@@ -286,4 +302,5 @@ TARGETS = {
     "precompiled": precompiled_cases,
     "arrays_dtypes": array_dtype_cases,
     "cache": cache_cases,
+    "xla": xla_cases,
 }

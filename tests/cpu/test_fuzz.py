@@ -3,10 +3,11 @@ it never raises another exception type, crashes the interpreter or hangs.
 
 Hypothesis draws the calls (tests/cpu/_fuzz_targets.py says what each target covers: the factories and their kernels'
 ``source`` / ``compile`` / calls in list and dict form, Metal, ``compile_cuda``, ``precompiled_cuda_kernel`` and the
-binary parser with mutated NVRTC output, dtypes and ``jk.Array``, the compile cache with a damaged folder, and hostile
-protocol objects everywhere an array or a stream goes). The calls run in child processes, a batch of cases per
-process, so that a crash or a hang is one failure with its input, not the end of pytest: the child logs each input
-before calling, and when it dies the parent reports the last input and reruns the rest of the batch.
+binary parser with mutated NVRTC output, dtypes and ``jk.Array``, the compile cache with a damaged folder, hostile
+protocol objects everywhere an array or a stream goes, and the XLA handler's stages given edited call text). The
+calls run in child processes, a batch of cases per process, so that a crash or a hang is one failure with its input,
+not the end of pytest: the child logs each input before calling, and when it dies the parent reports the last input
+and reruns the rest of the batch.
 
 Reproducible: the seeds are fixed (``JITKERNEL_FUZZ_SEED`` changes them). ``JITKERNEL_FUZZ_EXAMPLES`` sets the total
 number of cases (default about 5,000, a minute on two cores) for longer local runs, ``JITKERNEL_FUZZ_REPORT`` a path
@@ -30,7 +31,7 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fuzz_child.py
 
 # Cases per target in the default run, in proportion to what each target covers; compile and cache run NVRTC.
 DEFAULT_EXAMPLES = {"protocols": 1200, "source": 700, "call": 700, "factory": 500, "metal": 700, "compile": 100,
-                    "precompiled": 800, "arrays_dtypes": 400, "cache": 120}
+                    "precompiled": 800, "arrays_dtypes": 400, "cache": 120, "xla": 1500}
 BATCH = 400  # cases per child process (batches of one target get different seeds)
 CALL_TIMEOUT = float(os.environ.get("JITKERNEL_FUZZ_CALL_TIMEOUT", "10"))  # seconds: longer is a hang
 MAX_RESTARTS = 8  # per batch: after that many crashes the rest of the batch is not run (and that is a failure)

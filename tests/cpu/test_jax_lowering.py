@@ -190,14 +190,14 @@ def test_handler_metadata_declares_version_and_command_buffer_trait():
 
 def test_handler_instantiate_stage_answers_with_ffi_errors():
     text = valid_text()
-    assert _core._xla_run_instantiate(text, key_of(text)) is None
-    assert "jk_key: does not match" in _core._xla_run_instantiate(text, key_of(text) ^ 1)
+    assert _core._xla_run_stage(text, key_of(text)) is None
+    assert "jk_key: does not match" in _core._xla_run_stage(text, key_of(text) ^ 1)
     broken = text.replace(b"7:float32", b"7:float99", 1)
-    assert "unknown dtype 'float99'" in _core._xla_run_instantiate(broken, key_of(broken))
-    assert "FFI API is version 1.3" in _core._xla_run_instantiate(text, key_of(text), api_major=1)
-    assert "call frame" in _core._xla_run_instantiate(text, key_of(text), frame_size=40)
+    assert "unknown dtype 'float99'" in _core._xla_run_stage(broken, key_of(broken))
+    assert "FFI API is version 1.3" in _core._xla_run_stage(text, key_of(text), api_major=1)
+    assert "call frame" in _core._xla_run_stage(text, key_of(text), frame_size=40)
     names = text.replace(b"1:a1:n", b"1:a1:a", 1)  # a duplicate input name: the spec check runs
-    assert "jitkernel: instantiate stage" in _core._xla_run_instantiate(names, key_of(names))
+    assert "jitkernel: instantiate stage" in _core._xla_run_stage(names, key_of(names))
 
 
 def test_import_jitkernel_imports_no_jax_and_registers_the_target_once_jax_is_imported():

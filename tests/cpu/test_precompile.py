@@ -259,6 +259,9 @@ HOSTILE = {
     "compile_options": variant(kernel__compile_options={"exec": "rm -rf /"}),
     "does not describe": variant(kernel__compile_options={"defines": {"X": 1}}),  # jitkernel writes "1"
     "template[0]": variant(template=[["N", "int", 1.5]]),
+    # JSON's escapes can spell a lone surrogate, which is no UTF-8 text (nanobind's bare TypeError before)
+    "kernel.name: not valid Unicode": variant(kernel__name="k\ud800"),
+    "kernel.input_names[0]: not valid Unicode": variant(kernel__input_names=["\udc00"]),
 }
 
 

@@ -209,6 +209,87 @@ def test_malformed_strings_are_typed_errors(text):
         _kernel_record.decode(text)
 
 
+def _op_strings():
+    """A spec and a record as a traced call of KERNEL writes them, parsed (to be changed by a test)."""
+    import json
+
+    record = _kernel_record.call_record(["inp", "s"], ["out"], [("array",), ("scalar", "float", None)],
+                                        ["float32"], [1], [("T", "float32"), ("N", 2)], None, False, False)
+    return json.loads(KERNEL._spec), json.loads(record)
+
+
+def _deep(n=100000):
+    return "[" * n + "]" * n
+
+
+# (which string, its change, the field the error names): strings as a loaded torch.export program or any caller
+# of jitkernel::launch can pass them; each used to end in a RecursionError, a bare TypeError or nanobind's.
+_BAD_OP_STRINGS = [
+    ("kernel", lambda spec, rec: _deep(), "nested too deeply"),
+    ("call", lambda spec, rec: _deep(), "nested too deeply"),
+    ("kernel", lambda spec, rec: spec.update(name="\ud800"), "name: not valid Unicode"),
+    ("kernel", lambda spec, rec: spec.update(input_names=["inp", "\udfff"]), "input_names[1]: not valid Unicode"),
+    ("kernel", lambda spec, rec: spec.update(source={"\ud800": 1}), "source: a key is not valid Unicode"),
+    ("kernel", lambda spec, rec: spec.update(name=["x"]), "name: expected str, got list"),
+    ("kernel", lambda spec, rec: spec.update(shared_memory="0"), "shared_memory: expected int, got str"),
+    ("kernel", lambda spec, rec: spec.update(input_names=[1]), "input_names[0]: expected str"),
+    ("kernel", lambda spec, rec: spec.__delitem__("source"), "missing field 'source'"),
+    ("kernel", lambda spec, rec: spec.update(eval="os.system"), "unknown field 'eval'"),
+    ("call", lambda spec, rec: rec.update(output_ranks=["1"]), "output_ranks[0]: expected int, got str"),
+    ("call", lambda spec, rec: rec.update(output_ranks=[1.5]), "output_ranks[0]: expected int, got float"),
+    ("call", lambda spec, rec: rec.update(output_ranks=[-1]), "output_ranks[0]: -1 is outside"),
+    ("call", lambda spec, rec: rec.update(output_ranks=[1, 1]), "output_ranks: 2 ranks for 1 output dtypes"),
+    ("call", lambda spec, rec: rec.update(output_ranks=_deep(10)), "output_ranks: expected list, got str"),
+    ("call", lambda spec, rec: rec.update(input_names=["\ud800", "s"]), "input_names[0]: not valid Unicode"),
+    ("call", lambda spec, rec: rec.update(input_names="inp"), "input_names: expected list"),
+    ("call", lambda spec, rec: rec.update(output_dtypes=["float99"]), "output_dtypes[0]: unknown dtype"),
+    ("call", lambda spec, rec: rec.update(output_dtypes=[None]), "output_dtypes[0]: expected str"),
+    ("call", lambda spec, rec: rec["inputs"].__setitem__(1, ["scalar", "float", "2"]), "inputs[1]: expected"),
+    ("call", lambda spec, rec: rec["inputs"].__setitem__(0, ["array", 1]), "inputs[0]: expected"),
+    ("call", lambda spec, rec: rec["inputs"].__setitem__(0, "array"), "inputs[0]: expected list"),
+    ("call", lambda spec, rec: rec["template"].__setitem__(0, ["T", "dtype", 3]), "template[0] value: expected str"),
+    ("call", lambda spec, rec: rec["template"].__setitem__(1, ["N", "int", "2"]), "template[1] value: expected int"),
+    ("call", lambda spec, rec: rec["template"].__setitem__(1, ["N"]), "template[1]: expected [name"),
+    ("call", lambda spec, rec: rec.update(init_value=[0]), "init_value: expected int or float or null"),
+    ("call", lambda spec, rec: rec.update(verbose="yes"), "verbose: expected bool"),
+    ("call", lambda spec, rec: rec.__delitem__("dict_form"), "missing field 'dict_form'"),
+]
+
+
+@pytest.mark.parametrize("argument, change, field", _BAD_OP_STRINGS,
+                         ids=[f"{a}-{f.split(':')[0]}-{i}" for i, (a, _, f) in enumerate(_BAD_OP_STRINGS)])
+def test_malformed_op_strings_are_argument_errors_naming_the_field(argument, change, field):
+    import json
+
+    from jitkernel import _torch_ops
+
+    spec, rec = _op_strings()
+    replaced = change(spec, rec)
+    strings = {"kernel": json.dumps(spec, sort_keys=True), "call": json.dumps(rec, sort_keys=True)}
+    if isinstance(replaced, str):  # a whole string instead of a changed field
+        strings[argument] = replaced
+    strings = {k: v.replace("\\\\u", "\\u") for k, v in strings.items()}  # json.dumps escaped the escapes
+    with pytest.raises(jk.ArgumentError) as info:
+        _torch_ops._plan(strings["kernel"], strings["call"])  # what jitkernel::launch does first
+    assert info.value.argument == argument and field in str(info.value), str(info.value)
+    assert isinstance(info.value, jk.JitKernelError)
+    # And through the op itself, as a loaded program calls it (no GPU needed: the strings are read first).
+    with pytest.raises(jk.ArgumentError, match=argument):
+        torch.ops.jitkernel.launch(strings["kernel"], strings["call"], [], [1, 1, 1, 1, 1, 1, 4], [2.0])
+
+
+def test_op_strings_written_by_a_traced_call_decode():
+    import json
+
+    spec, rec = _op_strings()
+    r = _kernel_record.decode(json.dumps(rec, sort_keys=True))
+    assert r.output_ranks == (1,) and r.template == (("T", jk.float32), ("N", 2))
+    assert _kernel_record.kernel_for(json.dumps(spec, sort_keys=True)) is KERNEL
+    for value in (float("nan"), float("inf"), 1.5, 1, True, None):  # what an eager init_value may be
+        got = _kernel_record.decode(json.dumps(dict(rec, init_value=value))).init_value
+        assert got == value or (got != got and value != value)
+
+
 def test_traced_call_errors():
     from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -79,9 +79,10 @@ std::string size_and_mtime(const struct stat& st) {
 }  // namespace
 
 std::string file_identity(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in the library's place would otherwise wait for a writer for ever.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   struct stat st;
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return "missing";
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "missing";
   if (auto id = elf_build_id(fd.get()))
     return "build-id " + *id + " size " + std::to_string(st.st_size);
   return size_and_mtime(st);

@@ -10,7 +10,8 @@ namespace jk::cache {
 
 // Identity of a library file: its ELF build-id (a hash of its contents the
 // linker records) and size when it has one, else its size and modification
-// time; "missing" when it cannot be read. Costs one open and a few small reads.
+// time; "missing" when it cannot be read or is not a regular file (opened
+// without blocking). Costs one open and a few small reads.
 std::string file_identity(const std::string& path);
 
 // Size and modification time (ns) of `path`, or "missing": one stat.

@@ -13,6 +13,7 @@
 
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/scanned_files.hpp"
+#include "jitkernel/core/errors.hpp"
 
 namespace jk::cache {
 namespace {
@@ -86,21 +87,24 @@ class Walk {
       }
       if (d.name.empty()) continue;  // an error; reads nothing
       if (d.name[0] == '/') {
-        look_at(d.name, depth);
+        look_at(d.name, depth, d, where);
         continue;
       }
-      if (d.form == IncludeDirective::Form::Quoted && look_at(absolute(join(folder, d.name)), depth) &&
-          !d.every_folder)
+      if (d.form == IncludeDirective::Form::Quoted &&
+          look_at(absolute(join(folder, d.name)), depth, d, where) && !d.every_folder)
         continue;
       for (const std::string& dir : dirs_) {
-        if (look_at(join(dir, d.name), depth) && !d.every_folder) break;
+        if (look_at(join(dir, d.name), depth, d, where) && !d.every_folder) break;
       }
     }
   }
 
   // Records `path` (absolute) and follows it when it is a file outside the
-  // toolkit's folders; true when the search stops there.
-  bool look_at(const std::string& path, int depth) {
+  // toolkit's folders; true when the search stops there. A FIFO, socket or
+  // device where the directive `d` (in `where`) looks is a CompileError
+  // naming it: NVRTC opens what it finds there and would wait on a FIFO (or
+  // a terminal) forever. A folder is passed over, as NVRTC does.
+  bool look_at(const std::string& path, int depth, const IncludeDirective& d, const std::string& where) {
     auto known = seen_.find(path);
     if (known != seen_.end()) return known->second == Seen::Found;
     struct stat st;
@@ -111,6 +115,7 @@ class Walk {
       return false;
     }
     if (!S_ISREG(st.st_mode)) {
+      if (!S_ISDIR(st.st_mode)) refuse_special(path, st, d, where);
       record(path, "not a regular file", Seen::Skipped);
       return false;
     }
@@ -128,6 +133,21 @@ class Walk {
     record(path, file->state, Seen::Found);
     follow(file->includes, folder_of(path), path, depth + 1);
     return true;
+  }
+
+  [[noreturn]] static void refuse_special(const std::string& path, const struct stat& st, const IncludeDirective& d,
+                                          const std::string& where) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "not a regular file";
+    const bool angle = d.form == IncludeDirective::Form::Angle;
+    throw CompileError("#include " + std::string(angle ? "<" : "\"") + d.name + (angle ? ">" : "\"") + " in " +
+                           where + " finds '" + path + "', which is " + kind +
+                           ", not a regular file: the compile is refused (NVRTC would read it, or wait on it "
+                           "forever)",
+                       "", "");
   }
 
   void record(const std::string& path, std::string state, Seen seen) {

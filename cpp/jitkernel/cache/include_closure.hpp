@@ -45,14 +45,17 @@ struct IncludeClosure {
   // toolkit folder as "<toolkit i>/relative"): "sha256 <hex>"
   // for a file read, "toolkit size S" for one in a toolkit folder,
   // "absent" where a name was looked for and nothing is, "not a regular
-  // file" / "unusable: <errno text>" where the search went on past it.
+  // file" (a folder) / "unusable: <errno text>" where the search went on
+  // past it.
   std::vector<std::pair<std::string, std::string>> files;
   // Empty when `files` covers everything the compile can read; else why not
   // (e.g. "'#include HEADER' in /work/h.h names its file through a macro").
   std::string incomplete;
 };
 
-// The closure of `source` (the program NVRTC is given) under `search`. File
+// The closure of `source` (the program NVRTC is given) under `search`. A
+// FIFO, socket or device where a directive looks is a CompileError naming
+// the directive and the path (NVRTC would read it, or block on it). File
 // contents are hashed once per process while their device, inode, size,
 // modification and status-change times stay the same (and the file was not
 // modified within the timestamps' resolution of being hashed). Thread-safe.

@@ -3,6 +3,7 @@
 #include "jitkernel/engine/call_record.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -130,13 +131,18 @@ Recorder& recorder() {
 
 // Appends `line` + newline with one write on an O_APPEND descriptor: appends
 // of several processes land whole, one after another (on a local
-// filesystem; see docs/precompile.md for NFS). Returns 0 or the errno.
-int append_line(const std::string& path, std::string line) {
+// filesystem; see docs/precompile.md for NFS). Returns "" or what went
+// wrong. Opened without blocking (a FIFO would otherwise wait for a reader
+// for ever) and refused unless it is a regular file.
+std::string append_line(const std::string& path, std::string line) {
   line += '\n';
-  cache::Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) return errno;
-  if (!cache::write_all(fd.get(), line.data(), line.size())) return errno;
-  return fd.reset() ? 0 : errno;
+  cache::Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd) return errno == ENXIO ? "not a regular file (a FIFO or device)" : cache::errno_text(errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return cache::errno_text(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (!cache::write_all(fd.get(), line.data(), line.size())) return cache::errno_text(errno);
+  return fd.reset() ? "" : cache::errno_text(errno);
 }
 
 }  // namespace
@@ -179,17 +185,17 @@ void record_call(const KernelSpec& spec, const Backend& backend, const CallSigna
   if (std::strcmp(backend.name(), "cuda") != 0) return;
   const std::string line = call_record_line(spec, signature);
   const cache::Digest digest = cache::sha256(line);
-  int error = 0;
+  std::string error;
   {
     std::lock_guard<std::mutex> lock(r.mutex);  // one writer per process: lines keep their order
     if (r.written.count(digest)) return;
     error = append_line(path, line);
-    if (error == 0) r.written.insert(digest);
+    if (error.empty()) r.written.insert(digest);
   }
   // Outside the lock: the warning handler may wait for Python's GIL. Once per process.
-  if (error != 0)
-    cache::warn("JITKERNEL_RECORD", "JITKERNEL_RECORD='" + path + "': cannot append a call record (" +
-                                        cache::errno_text(error) + "); calls are not recorded");
+  if (!error.empty())
+    cache::warn("JITKERNEL_RECORD", "JITKERNEL_RECORD='" + path + "': cannot append a call record (" + error +
+                                        "); calls are not recorded");
 }
 
 void set_call_record_path(const std::string& path) {

@@ -44,6 +44,41 @@ abi::Error* answer_metadata(abi::CallFrame* frame) {
   return nullptr;
 }
 
+// `text` as valid UTF-8 without NULs: messages quote names and tokens of the
+// attribute text, which may be any bytes, and XLA hands the message to
+// Python as a str (and to C as a C string). Bytes that do not start a whole
+// UTF-8 sequence (and NUL) are written as \xNN.
+std::string utf8_text(const std::string& text) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = byte(i);
+    std::size_t n = c >= 0x01 && c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3
+                    : (c & 0xF8) == 0xF0 && c <= 0xF4                                     ? 4
+                                                                                          : 0;
+    if (n > 1 && i + n <= text.size()) {
+      for (std::size_t k = 1; k < n; ++k) n = (byte(i + k) & 0xC0) == 0x80 ? n : 0;
+      // No overlong three- or four-byte forms, no surrogates, nothing past U+10FFFF.
+      if (n == 3 && ((c == 0xE0 && byte(i + 1) < 0xA0) || (c == 0xED && byte(i + 1) >= 0xA0))) n = 0;
+      if (n == 4 && ((c == 0xF0 && byte(i + 1) < 0x90) || (c == 0xF4 && byte(i + 1) >= 0x90))) n = 0;
+    } else if (n > 1) {
+      n = 0;
+    }
+    if (n == 0) {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 0xF];
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 abi::Error* make_error(const abi::CallFrame* frame, abi::ErrorCode code, const std::string& message) {
   const abi::Api* api = frame->api;
   if (api == nullptr || api->struct_size < JK_XLA_SIZE_THROUGH(abi::Api, Error_Create) ||
@@ -51,7 +86,7 @@ abi::Error* make_error(const abi::CallFrame* frame, abi::ErrorCode code, const s
     // Cannot happen with XLA (it always passes its API); nothing to report through.
     return nullptr;
   }
-  std::string text = "jitkernel: " + message;
+  std::string text = utf8_text("jitkernel: " + message);
   abi::ErrorCreateArgs args{abi::kErrorCreateArgsSize, nullptr, text.c_str(), code};
   return api->Error_Create(&args);
 }
@@ -115,10 +150,9 @@ Attributes read_attributes(const abi::CallFrame& frame) {
 
 PreparedCall& call_of(const abi::CallFrame& frame, const PreparedCall** named) {
   const Attributes attrs = read_attributes(frame);
-  PreparedCall* call = find_call(attrs.key);
-  if (call == nullptr) call = &prepare_call(attrs.text, attrs.key);
-  *named = call;
-  return *call;
+  PreparedCall& call = prepare_call(attrs.text, attrs.key);
+  *named = &call;
+  return call;
 }
 
 int device_ordinal(const abi::CallFrame& frame) {

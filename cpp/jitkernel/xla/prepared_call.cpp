@@ -5,6 +5,7 @@
 // the stream into it before handing it to the engine.
 #include "jitkernel/xla/prepared_call.hpp"
 
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -184,32 +185,14 @@ void PreparedCall::launch(const abi::CallFrame& frame, int device, std::uintptr_
   (*kernel_)(call);
 }
 
-PreparedCall& prepare_call(std::string_view text, std::uint64_t key) {
-  if (call_key(text) != key) {
-    throw ArgumentError("jk_key", "does not match the jk_call attribute (the custom call's attributes were "
-                                  "changed after jitkernel wrote them)");
-  }
-  Registry& r = registry();
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.calls.find(key);
-    if (it != r.calls.end()) {
-      if (it->second->text() != text) {
-        throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
-      }
-      return *it->second;
-    }
-  }
-  // Parsing and codegen run unlocked; the first insert of a key wins.
-  auto made = std::make_unique<PreparedCall>(std::string(text), parse(text));
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto [it, inserted] = r.calls.try_emplace(key, std::move(made));
-  if (!inserted && it->second->text() != text) {
-    throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
-  }
-  return *it->second;
+bool PreparedCall::has_text(std::string_view text) const {
+  return text.size() == text_.size() &&
+         (text.data() == text_.data() || std::memcmp(text.data(), text_.data(), text.size()) == 0);
 }
 
+namespace {
+
+// The registered call with that key, or null (a thread-local cache of the last hit spares the lock).
 PreparedCall* find_call(std::uint64_t key) {
   thread_local std::uint64_t last_key = 0;
   thread_local PreparedCall* last = nullptr;
@@ -221,6 +204,45 @@ PreparedCall* find_call(std::uint64_t key) {
   last_key = key;
   last = it->second.get();
   return last;
+}
+
+// Registers the call of a text whose key is not registered with this text: the slow path of
+// prepare_call, which also says what is wrong with a key that does not belong to its text.
+PreparedCall& register_call(std::string_view text, std::uint64_t key) {
+  if (call_key(text) != key) {
+    throw ArgumentError("jk_key", "does not match the jk_call attribute (the custom call's attributes were "
+                                  "changed after jitkernel wrote them)");
+  }
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.calls.find(key);
+    if (it != r.calls.end()) {
+      if (!it->second->has_text(text)) {
+        throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
+      }
+      return *it->second;
+    }
+  }
+  // Parsing and codegen run unlocked; the first insert of a key wins.
+  auto made = std::make_unique<PreparedCall>(std::string(text), parse(text));
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto [it, inserted] = r.calls.try_emplace(key, std::move(made));
+  if (!inserted && !it->second->has_text(text)) {
+    throw Error("jitkernel: two different kernel calls have the same 64-bit attribute key");
+  }
+  return *it->second;
+}
+
+}  // namespace
+
+PreparedCall& prepare_call(std::string_view text, std::uint64_t key) {
+  // Hot path: the key finds the call and the text is the one it was made from. The text is compared on
+  // every call, never trusted on the key's word: a key is 64 bits of the text's SHA-256, which a custom
+  // call written by hand can pair with any other text.
+  PreparedCall* found = find_call(key);
+  if (found != nullptr && found->has_text(text)) return *found;
+  return register_call(text, key);
 }
 
 }  // namespace jk::xla

@@ -27,6 +27,8 @@ class PreparedCall {
   PreparedCall(std::string text, CallDescription description);
 
   const std::string& text() const { return text_; }
+  // Whether `text` is this call's attribute text, byte for byte.
+  bool has_text(std::string_view text) const;
   const CallDescription& description() const { return description_; }
 
   // Compiles and loads the kernel on `device` (lowering time: no buffers
@@ -53,10 +55,10 @@ class PreparedCall {
 };
 
 // The prepared call of an attribute text, made (and registered) on first
-// use. ArgumentError("jk_key") when `key` is not the text's key.
+// use; every stage that resolves a call comes here. A registered call is
+// returned only for its own text (compared byte for byte on every call, the
+// key is never trusted alone): ArgumentError("jk_key") when `key` is not the
+// text's key, Error when two texts share a key.
 PreparedCall& prepare_call(std::string_view text, std::uint64_t key);
-
-// The registered call with that key, or null.
-PreparedCall* find_call(std::uint64_t key);
 
 }  // namespace jk::xla

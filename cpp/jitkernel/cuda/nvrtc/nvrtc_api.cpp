@@ -5,6 +5,9 @@
 #include "jitkernel/cuda/nvrtc/nvrtc_api.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
 
 #include <atomic>
 #include <mutex>
@@ -34,9 +37,29 @@ std::string dl_error() {
   return e ? e : "unknown error";
 }
 
+// dlopen reads the file it is given with a blocking open(): a FIFO named as
+// the library would never return, and a device could be read for ever. A
+// path (not a soname, which the loader looks up itself) that is there but is
+// not a regular file is refused, naming the setting it came from.
+void require_regular_file(const std::string& path) {
+  if (path.find('/') == std::string::npos) return;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;  // absent: dlopen says so
+  const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                     : S_ISDIR(st.st_mode) ? "a folder"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                   : "not a regular file";
+  const char* env = std::getenv("JITKERNEL_NVRTC_PATH");
+  const std::string named = env != nullptr && path == env ? "JITKERNEL_NVRTC_PATH='" + path + "'" : "'" + path + "'";
+  throw CudaNotAvailable("NVRTC could not be loaded: " + named + " is " + kind +
+                         ", not a regular file (a library is loaded from one); " + kInstallHint);
+}
+
 void load_nvrtc() {
   ToolkitPaths paths = toolkit_paths();
   for (const auto& pre : paths.nvrtc_preload) {
+    require_regular_file(pre);
     if (dlopen(pre.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       throw CudaNotAvailable("NVRTC could not be loaded: preloading " + pre + " failed (" +
                              dl_error() + "); " + kInstallHint);
@@ -53,6 +76,7 @@ void load_nvrtc() {
   void* lib = nullptr;
   std::string tried;
   for (const auto& candidate : candidates) {
+    require_regular_file(candidate);
     lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (lib != nullptr) break;
     std::string why = dl_error();  // usually names the file already
