@@ -187,6 +187,17 @@ class _Plan:
         self.record = r = _kernel_record.decode(record)
         self.engine = kernel._impl_for(r.input_names, r.output_names)
         self.n_shape = sum(r.output_ranks)
+        valued = [e for e in r.inputs if e[0] != "array" and e[2] is None]
+        self.counts = (sum(e[0] == "array" for e in r.inputs),
+                       6 + self.n_shape + sum(e[1] != "float" for e in valued),
+                       sum(e[1] == "float" for e in valued))
+
+    def check(self, arrays, ints, floats) -> None:
+        """The op's lists hold what the record describes (a loaded program or a caller may pass any lists)."""
+        for name, values, want in zip(("arrays", "ints", "floats"), (arrays, ints, floats), self.counts):
+            if len(values) != want:
+                raise ArgumentError("call", f"the call record describes {want} {name}, the op was given "
+                                            f"{len(values)}")
 
     def inputs(self, arrays, ints, floats) -> list:
         it_arrays, it_ints, it_floats = iter(arrays), iter(ints[6 + self.n_shape:]), iter(floats)
@@ -242,6 +253,7 @@ def _empty_outputs(torch, plan, arrays, ints, factory):
 
 def _launch(kernel, call, arrays, ints, floats):
     plan = _plan(kernel, call)
+    plan.check(arrays, ints, floats)
     if arrays:  # tensor inputs: the outputs are torch's, on their device and stream
         _cuda_only(arrays)
         return plan.run(arrays, ints, floats, None)
@@ -252,8 +264,10 @@ def _launch(kernel, call, arrays, ints, floats):
 
 
 def _launch_into(kernel, call, arrays, ints, floats, outputs):
+    plan = _plan(kernel, call)
+    plan.check(arrays, ints, floats)
     _cuda_only(arrays)
-    _plan(kernel, call).run(arrays, ints, floats, list(outputs))
+    plan.run(arrays, ints, floats, list(outputs))
 
 
 def _cuda_only(arrays) -> None:
@@ -267,7 +281,9 @@ def _cuda_only(arrays) -> None:
 
 def _launch_fake(kernel, call, arrays, ints, floats):
     torch = _torch()
-    return _empty_outputs(torch, _plan(kernel, call), arrays, ints, torch.empty)
+    plan = _plan(kernel, call)
+    plan.check(arrays, ints, floats)
+    return _empty_outputs(torch, plan, arrays, ints, torch.empty)
 
 
 def _launch_into_fake(kernel, call, arrays, ints, floats, outputs):

@@ -278,6 +278,24 @@ def test_malformed_op_strings_are_argument_errors_naming_the_field(argument, cha
         torch.ops.jitkernel.launch(strings["kernel"], strings["call"], [], [1, 1, 1, 1, 1, 1, 4], [2.0])
 
 
+@pytest.mark.parametrize("arrays, ints, floats, named", [
+    (0, [1, 1, 1, 1, 1, 1, 4], [2.0], "1 arrays"),         # the record's array input missing
+    (1, [1, 1, 1], [2.0], "7 ints"),                        # grid and threadgroup cut short, no output shape
+    (1, [1, 1, 1, 1, 1, 1, 4, 9], [2.0], "7 ints"),         # one int too many
+    (1, [1, 1, 1, 1, 1, 1, 4], [], "1 floats"),             # the float scalar missing
+])
+def test_op_lists_that_do_not_match_the_record_are_argument_errors(arrays, ints, floats, named):
+    import json
+
+    spec, rec = _op_strings()
+    strings = json.dumps(spec, sort_keys=True), json.dumps(rec, sort_keys=True)
+    tensors = [torch.zeros(2)] * arrays
+    for op in (torch.ops.jitkernel.launch, torch.ops.jitkernel.launch_into):
+        extra = [[torch.zeros(2)]] if op is torch.ops.jitkernel.launch_into else []
+        with pytest.raises(jk.ArgumentError, match=f"^call: the call record describes {named}"):
+            op(*strings, tensors, ints, floats, *extra)
+
+
 def test_op_strings_written_by_a_traced_call_decode():
     import json
 
