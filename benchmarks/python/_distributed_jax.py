@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 import time
+from types import SimpleNamespace
 
 for _name, _value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                       ("NVSHMEM_DISABLE_NVLS", "1"), ("XLA_PYTHON_CLIENT_PREALLOCATE", "false")):
@@ -181,10 +182,11 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    t_start = time.perf_counter()
-    devices = jax.devices()
+def log(msg):
+    print(f"[jax] {msg}", flush=True)
+
+
+def new_results(args, devices) -> dict:
     res = {"versions": {"jax": jax.__version__}, "platform": devices[0].platform,
            "device": getattr(devices[0], "device_kind", str(devices[0])), "device_count": len(devices),
            "config": {k: v for k, v in vars(args).items() if k not in ("json", "deadline")},
@@ -194,18 +196,23 @@ def main(argv=None):
         res["versions"]["jaxlib"] = jaxlib.__version__
     except Exception:  # noqa: BLE001 - informational
         pass
+    return res
 
+
+def json_writer(res, path, t_start):
+    """``save()``: writes ``res`` (with the seconds since ``t_start``) to ``path``, through a temporary file."""
     def save():
         res["elapsed_s"] = time.perf_counter() - t_start
-        tmp = args.json + ".tmp"
+        tmp = path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(res, f, indent=1)
-        os.replace(tmp, args.json)
+        os.replace(tmp, path)
 
-    def log(msg):
-        print(f"[jax] {msg}", flush=True)
+    return save
 
-    tol = TOLERANCE[args.dtype]
+
+def make_losses(args, res) -> dict:
+    """{variant: loss function} for the variants whose ops could be made; the others' errors in the results."""
     losses = {}
     for v in args.variants:
         try:
@@ -213,111 +220,176 @@ def main(argv=None):
         except Exception as e:  # noqa: BLE001 - a row saying why
             res["variant_errors"][v] = short(e)
             log(f"{v}: not available: {res['variant_errors'][v]}")
-    host_params = init_params(args)
-    dtype = DTYPES[args.dtype]
-    checked = False
-    todo = [n for n in args.meshes if n <= len(devices)]
-    for n in args.meshes:
-        entry = res["meshes"][str(n)] = {"rows": {}}
-        if n > len(devices):
-            entry["skipped"] = f"{len(devices)} devices present"
-            log(f"mesh of {n}: skipped ({entry['skipped']})")
-            save()
+    return losses
+
+
+def mesh_deadline(run, n):
+    """time.time() after which mesh ``n`` starts no new round, so that the meshes after it keep an equal share of
+    what is left; 0.0 without --deadline, None when the budget is spent."""
+    if not run.args.deadline:
+        return 0.0
+    left = run.args.deadline - time.time()
+    if left <= 0:
+        return None
+    return time.time() + left / (len(run.todo) - run.todo.index(n))
+
+
+def mesh_data(mesh, n, args):
+    """Inputs and targets of the whole mesh (--batch sequences per device), split over it."""
+    split = NamedSharding(mesh, P("dp"))
+    key = jax.random.PRNGKey(7)
+    kx, kt = jax.random.split(key)
+    shape = (n * args.batch, args.seq, args.dim)
+    x = jax.device_put(jax.random.normal(kx, shape, jnp.float32).astype(DTYPES[args.dtype]), split)
+    tgt = jax.device_put(jax.random.normal(kt, shape, jnp.float32), split)
+    return x, tgt
+
+
+def start_variant(run, v, row, mesh, x, tgt):
+    """Variant ``v`` on the mesh: the loss and gradient-norm check (until one mesh has done it), the first step
+    (compiling) and the warm-up; [step, params, state] for the timed rounds."""
+    rep = NamedSharding(mesh, P())
+    if not run.checked:  # loss and gradient norms, once, on the first mesh
+        t0 = time.perf_counter()
+        loss, norms = make_grad_check(run.losses[v], mesh)(jax.device_put(run.host_params, rep), x, tgt)
+        row["check_loss"], row["check_grad_norms"] = float(loss), [float(g) for g in norms]
+        row["check_s"] = time.perf_counter() - t0
+    params = jax.device_put(run.host_params, rep)
+    zeros = lambda p: jnp.zeros(p.shape, jnp.float32)  # noqa: E731
+    state = jax.device_put((jax.tree.map(zeros, run.host_params), jax.tree.map(zeros, run.host_params),
+                            jnp.zeros((), jnp.int32)), rep)
+    step = make_step(run.losses[v], mesh)
+    t0 = time.perf_counter()
+    params, state, loss = step(params, state, x, tgt)
+    row["loss0"] = float(loss)
+    row["first_step_s"] = time.perf_counter() - t0
+    for _ in range(run.args.warmup):
+        params, state, loss = step(params, state, x, tgt)
+    jax.block_until_ready((params, loss))
+    return [step, params, state]
+
+
+def start_variants(run, entry, mesh, n, x, tgt) -> dict:
+    """{variant: [step, params, state]} of the variants that started; a row with its error for the others."""
+    live = {}
+    for v in run.args.variants:
+        row = entry["rows"][v] = {}
+        if v not in run.losses:
+            row["error"] = f"not available: {run.res['variant_errors'][v]}"
             continue
-        # Rounds of this mesh stop in time to leave the meshes after it an equal share of what is left.
-        mesh_deadline = 0.0
-        if args.deadline:
-            left = args.deadline - time.time()
-            if left <= 0:
-                entry["skipped"] = "time budget spent"
-                log(f"mesh of {n}: skipped ({entry['skipped']})")
-                save()
-                continue
-            mesh_deadline = time.time() + left / (len(todo) - todo.index(n))
-        mesh = Mesh(np.array(devices[:n]), ("dp",))
-        rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("dp"))
-        key = jax.random.PRNGKey(7)
-        kx, kt = jax.random.split(key)
-        shape = (n * args.batch, args.seq, args.dim)
-        x = jax.device_put(jax.random.normal(kx, shape, jnp.float32).astype(dtype), split)
-        tgt = jax.device_put(jax.random.normal(kt, shape, jnp.float32), split)
-        live = {}
-        for v in args.variants:
-            row = entry["rows"][v] = {}
-            if v not in losses:
-                row["error"] = f"not available: {res['variant_errors'][v]}"
-                continue
+        try:
+            live[v] = start_variant(run, v, row, mesh, x, tgt)
+            log(f"mesh {n}, {v}: first step (compile) {row['first_step_s']:.1f} s, loss {row['loss0']:.6f}")
+        except Exception as e:  # noqa: BLE001 - a row saying why
+            row["error"] = short(e)
+            log(f"mesh {n}, {v}: error: {row['error']}")
+        run.save()
+    return live
+
+
+def check_variants(run, entry, live, n):
+    """jitkernel against jnp on this mesh: loss and gradient norms (the first mesh only), first-step loss."""
+    rows = entry["rows"]
+    if "jitkernel" not in live or "jnp" not in live:
+        return
+    tol = TOLERANCE[run.args.dtype]
+    a, b = rows["jitkernel"], rows["jnp"]
+    if not run.checked and "check_loss" in a and "check_loss" in b:
+        entry["grad_check"] = compare(a["check_loss"], a["check_grad_norms"], b["check_loss"],
+                                      b["check_grad_norms"], tol)
+        c = entry["grad_check"]
+        log(f"check (mesh {n}, loss and grad norms): {'ok' if c['ok'] else 'FAILED'} (loss rel diff "
+            f"{c['loss_rel']:.2e}, max grad-norm rel diff {c['grad_rel_max']:.2e})")
+    entry["check"] = compare(a["loss0"], None, b["loss0"], None, tol)
+    log(f"check (mesh {n}, first-step loss): {'ok' if entry['check']['ok'] else 'FAILED'} "
+        f"(rel diff {entry['check']['loss_rel']:.2e})")
+
+
+def time_rounds(args, entry, live, x, tgt, deadline) -> dict:
+    """Interleaved rounds (one block of --steps steps of each live variant, the order rotated each round) until
+    --rounds or ``deadline``; {variant: {round: ms per step}}."""
+    rows = entry["rows"]
+    times = {v: {} for v in live}
+    names = list(live)
+    for r in range(args.rounds):
+        t_round = time.time()
+        for v in names[r % len(names):] + names[:r % len(names)] if names else []:
+            step, params, state = live[v]
             try:
-                if not checked:  # loss and gradient norms, once, on the first mesh
-                    t0 = time.perf_counter()
-                    loss, norms = make_grad_check(losses[v], mesh)(jax.device_put(host_params, rep), x, tgt)
-                    row["check_loss"], row["check_grad_norms"] = float(loss), [float(g) for g in norms]
-                    row["check_s"] = time.perf_counter() - t0
-                params = jax.device_put(host_params, rep)
-                zeros = lambda p: jnp.zeros(p.shape, jnp.float32)  # noqa: E731
-                state = jax.device_put((jax.tree.map(zeros, host_params), jax.tree.map(zeros, host_params),
-                                        jnp.zeros((), jnp.int32)), rep)
-                step = make_step(losses[v], mesh)
                 t0 = time.perf_counter()
-                params, state, loss = step(params, state, x, tgt)
-                row["loss0"] = float(loss)
-                row["first_step_s"] = time.perf_counter() - t0
-                for _ in range(args.warmup):
+                for _ in range(args.steps):
                     params, state, loss = step(params, state, x, tgt)
                 jax.block_until_ready((params, loss))
-                live[v] = [step, params, state]
-                log(f"mesh {n}, {v}: first step (compile) {row['first_step_s']:.1f} s, loss {row['loss0']:.6f}")
-            except Exception as e:  # noqa: BLE001 - a row saying why
-                row["error"] = short(e)
-                log(f"mesh {n}, {v}: error: {row['error']}")
-            save()
-        rows = entry["rows"]
-        if "jitkernel" in live and "jnp" in live:
-            a, b = rows["jitkernel"], rows["jnp"]
-            if not checked and "check_loss" in a and "check_loss" in b:
-                entry["grad_check"] = compare(a["check_loss"], a["check_grad_norms"], b["check_loss"],
-                                              b["check_grad_norms"], tol)
-                c = entry["grad_check"]
-                log(f"check (mesh {n}, loss and grad norms): {'ok' if c['ok'] else 'FAILED'} (loss rel diff "
-                    f"{c['loss_rel']:.2e}, max grad-norm rel diff {c['grad_rel_max']:.2e})")
-            entry["check"] = compare(a["loss0"], None, b["loss0"], None, tol)
-            log(f"check (mesh {n}, first-step loss): {'ok' if entry['check']['ok'] else 'FAILED'} "
-                f"(rel diff {entry['check']['loss_rel']:.2e})")
-        checked = checked or any("check_loss" in r for r in rows.values())
-        times = {v: {} for v in live}
-        names = list(live)
-        for r in range(args.rounds):
-            t_round = time.time()
-            for v in names[r % len(names):] + names[:r % len(names)] if names else []:
-                step, params, state = live[v]
-                try:
-                    t0 = time.perf_counter()
-                    for _ in range(args.steps):
-                        params, state, loss = step(params, state, x, tgt)
-                    jax.block_until_ready((params, loss))
-                    times[v][r] = (time.perf_counter() - t0) / args.steps * 1e3
-                    live[v][1:] = [params, state]
-                except Exception as e:  # noqa: BLE001
-                    rows[v]["error"] = f"round {r}: {short(e)}"
-                    names.remove(v)
-            if not names:
-                break
-            if mesh_deadline and time.time() + (time.time() - t_round) > mesh_deadline:
-                entry["stopped_early"] = f"time budget: {r + 1} of {args.rounds} rounds"
-                log(entry["stopped_early"])
-                break
-        for v, by_round in times.items():
-            if by_round:
-                xs = list(by_round.values())
-                rows[v].update(median_ms=statistics.median(xs), min_ms=min(xs), max_ms=max(xs), rounds=len(xs),
-                               times_ms=[round(t, 4) for t in xs])
-                log(f"mesh {n}, {v}: {rows[v]['median_ms']:.3f} ms/step (median of {len(xs)} rounds)")
-        if times.get("jitkernel") and times.get("jnp"):
-            entry["ratio"] = paired(times["jitkernel"], times["jnp"])
-            if entry["ratio"]:
-                log(f"mesh {n}: jitkernel/jnp {entry['ratio']['median']:.3f}")
-        live.clear()
-        save()
+                times[v][r] = (time.perf_counter() - t0) / args.steps * 1e3
+                live[v][1:] = [params, state]
+            except Exception as e:  # noqa: BLE001
+                rows[v]["error"] = f"round {r}: {short(e)}"
+                names.remove(v)
+        if not names:
+            break
+        if deadline and time.time() + (time.time() - t_round) > deadline:
+            entry["stopped_early"] = f"time budget: {r + 1} of {args.rounds} rounds"
+            log(entry["stopped_early"])
+            break
+    return times
+
+
+def record_times(entry, times, n):
+    """Each variant's median, min and max over rounds, and the paired jitkernel/jnp ratio, into the mesh's entry."""
+    rows = entry["rows"]
+    for v, by_round in times.items():
+        if by_round:
+            xs = list(by_round.values())
+            rows[v].update(median_ms=statistics.median(xs), min_ms=min(xs), max_ms=max(xs), rounds=len(xs),
+                           times_ms=[round(t, 4) for t in xs])
+            log(f"mesh {n}, {v}: {rows[v]['median_ms']:.3f} ms/step (median of {len(xs)} rounds)")
+    if times.get("jitkernel") and times.get("jnp"):
+        entry["ratio"] = paired(times["jitkernel"], times["jnp"])
+        if entry["ratio"]:
+            log(f"mesh {n}: jitkernel/jnp {entry['ratio']['median']:.3f}")
+
+
+def skip_mesh(run, entry, n, why):
+    """The mesh's entry says why it was not run."""
+    entry["skipped"] = why
+    log(f"mesh of {n}: skipped ({entry['skipped']})")
+    run.save()
+
+
+def run_mesh(run, n):
+    """One mesh of ``n`` devices, its entry in the results: start, check and time the variants (or skip it)."""
+    entry = run.res["meshes"][str(n)] = {"rows": {}}
+    if n > len(run.devices):
+        skip_mesh(run, entry, n, f"{len(run.devices)} devices present")
+        return
+    # Rounds of this mesh stop in time to leave the meshes after it an equal share of what is left.
+    deadline = mesh_deadline(run, n)
+    if deadline is None:
+        skip_mesh(run, entry, n, "time budget spent")
+        return
+    mesh = Mesh(np.array(run.devices[:n]), ("dp",))
+    x, tgt = mesh_data(mesh, n, run.args)
+    live = start_variants(run, entry, mesh, n, x, tgt)
+    check_variants(run, entry, live, n)
+    run.checked = run.checked or any("check_loss" in r for r in entry["rows"].values())
+    times = time_rounds(run.args, entry, live, x, tgt, deadline)
+    record_times(entry, times, n)
+    live.clear()
+    run.save()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t_start = time.perf_counter()
+    devices = jax.devices()
+    res = new_results(args, devices)
+    save = json_writer(res, args.json, t_start)
+    # What every mesh shares; ``checked``: the loss and gradient-norm check has been done (on the first mesh).
+    run = SimpleNamespace(args=args, res=res, save=save, devices=devices, losses=make_losses(args, res),
+                          host_params=init_params(args), checked=False,
+                          todo=[n for n in args.meshes if n <= len(devices)])
+    for n in args.meshes:
+        run_mesh(run, n)
     res["done"] = True
     save()
     return 0

@@ -293,16 +293,11 @@ def compile_jitkernel(dtype_name: str, m: int, d: int, hidden: int, arch: str = 
 _triton_ops = None
 
 
-def triton_ops():
-    """``rmsnorm(x, w)`` and ``gelu(h)`` as Triton kernels inside torch.library ops (``triton_op`` + ``wrap_triton``)
-    with ``register_autograd`` backward; registered once per process under the namespace ``jkbench_dist``."""
-    global _triton_ops
-    if _triton_ops is not None:
-        return _triton_ops
-    import torch
+def _triton_kernels():
+    """The four Triton kernels (norm forward and backward, GELU forward and backward), in the order
+    (rms_fwd, rms_bwd, gelu_fwd, gelu_bwd)."""
     import triton
     import triton.language as tl
-    from torch.library import triton_op, wrap_triton
 
     @triton.jit
     def rms_fwd_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, D, EPS_: tl.constexpr, BLOCK_D: tl.constexpr):
@@ -352,6 +347,18 @@ def triton_ops():
         t = 2.0 * tl.sigmoid(2.0 * (0.7978845608028654 * (v + 0.044715 * v * v * v))) - 1.0
         d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * v * v)
         tl.store(dh_ptr + offs, (dy * d).to(dh_ptr.dtype.element_ty), mask=mask)
+
+    return rms_fwd_kernel, rms_bwd_kernel, gelu_fwd_kernel, gelu_bwd_kernel
+
+
+def _triton_library_ops(kernels):
+    """The kernels as torch.library ops under ``jkbench_dist`` (``triton_op`` + ``wrap_triton``), their backward
+    registered with ``register_autograd``; (rmsnorm_fwd, gelu_fwd), the two ops autograd differentiates."""
+    import torch
+    import triton
+    from torch.library import triton_op, wrap_triton
+
+    rms_fwd_kernel, rms_bwd_kernel, gelu_fwd_kernel, gelu_bwd_kernel = kernels
 
     @triton_op("jkbench_dist::rmsnorm_fwd", mutates_args=())
     def rmsnorm_fwd(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -406,6 +413,18 @@ def triton_ops():
 
     rmsnorm_fwd.register_autograd(rms_backward, setup_context=rms_setup)
     gelu_fwd.register_autograd(gelu_backward, setup_context=gelu_setup)
+    return rmsnorm_fwd, gelu_fwd
+
+
+def triton_ops():
+    """``rmsnorm(x, w)`` and ``gelu(h)`` as Triton kernels inside torch.library ops (``triton_op`` + ``wrap_triton``)
+    with ``register_autograd`` backward; registered once per process under the namespace ``jkbench_dist``."""
+    global _triton_ops
+    if _triton_ops is not None:
+        return _triton_ops
+    import triton
+
+    rmsnorm_fwd, gelu_fwd = _triton_library_ops(_triton_kernels())
 
     def rmsnorm(x, w):
         return rmsnorm_fwd(x.contiguous(), w)[0]

@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 for _name, _value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                       ("NVSHMEM_DISABLE_NVLS", "1")):
@@ -273,19 +274,170 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def init_distributed(args):
+    """The process group and this rank's device: NCCL and its GPU, or (--device cpu) gloo and the CPU;
+    (device, its name, its synchronize)."""
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.device == "cuda":
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
         dist.init_process_group("nccl", device_id=device, timeout=timedelta(seconds=args.nccl_timeout))
-        device_name = torch.cuda.get_device_name(device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo", timeout=timedelta(seconds=args.nccl_timeout))
-        device_name = "cpu"
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        return device, torch.cuda.get_device_name(device), torch.cuda.synchronize
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.nccl_timeout))
+    return torch.device("cpu"), "cpu", (lambda: None)
+
+
+def load_ops(run) -> dict:
+    """{impl: ops} of the implementations that loaded on every rank; the others' errors in the results."""
+    ops = {}
+    for impl in run.args.impls:
+        try:
+            ops[impl] = make_ops(impl, run.args.dtype)
+            ok, err = True, None
+        except Exception as e:  # noqa: BLE001 - a row saying why
+            ok, err = False, short(e)
+        if not agree(ok, run.device):
+            run.res["impl_errors"][impl] = err or "failed on another rank"
+            ops.pop(impl, None)
+            run.log(f"{impl}: not available: {run.res['impl_errors'][impl]}")
+    return ops
+
+
+def build_first_step(run, wrapper, mode, impl, row):
+    """Builds the variant and runs its checked first step: compiled with fullgraph=True first and, when dynamo
+    reports a graph break, again without. (variant, None, loss, grad norms), or (None, error, ...) on this rank."""
+    err, v, loss0, norms = None, None, None, None
+    for fullgraph in ((True, False) if mode == "compile" else (True,)):
+        try:
+            v = build(run.args, wrapper, mode, impl, run.ops[impl], run.device, fullgraph)
+            loss0, norms = v.first_step(run.x, run.tgt)
+            run.sync()
+            err = None
+            if not fullgraph:
+                row["note"] = "graph break under fullgraph=True; compiled with graph breaks"
+            break
+        except torch._dynamo.exc.Unsupported as e:
+            err, v = short(e), None
+            row["fullgraph_error"] = err
+        except Exception as e:  # noqa: BLE001 - a row saying why
+            err, v = short(e), None
+            break
+    return v, err, loss0, norms
+
+
+def start_variant(run, wrapper, mode, impl):
+    """The variant's row, built and its first step taken on every rank; the variant, or None (its row says why)."""
+    key = f"{wrapper}/{mode}/{impl}"
+    row = run.res["rows"][key] = {"wrapper": wrapper, "mode": mode, "impl": impl}
+    if impl not in run.ops:
+        row["error"] = f"{impl} not available: {run.res['impl_errors'].get(impl)}"
+        return None
+    t0 = time.perf_counter()
+    v, err, loss0, norms = build_first_step(run, wrapper, mode, impl, row)
+    if not agree(err is None, run.device):
+        row["error"] = err or "failed on another rank"
+        run.log(f"{key}: error: {row['error']}")
+        run.save()
+        return None
+    row["first_step_s"] = rank_max(time.perf_counter() - t0, run.device)
+    row["loss0"], row["grad_norms"] = loss0, norms
+    run.log(f"{key}: first step (build{', compile' if mode == 'compile' else ''}) "
+            f"{row['first_step_s']:.1f} s, loss {loss0:.6f}")
+    run.save()
+    return v
+
+
+def start_variants(run) -> list:
+    """Every (mode, wrapper, impl) built and its first step taken, then each (wrapper, mode) checked against its
+    torch variant (logged); the variants that work."""
+    variants = []
+    for mode in run.args.modes:
+        for wrapper in run.args.wrappers:
+            started = [start_variant(run, wrapper, mode, impl) for impl in run.args.impls]
+            variants += [v for v in started if v is not None]
+            keys = [f"{wrapper}/{mode}/{impl}" for impl in run.args.impls]
+            for key, c in check(run.res["rows"], keys, run.args).items():
+                if key == c.get("reference"):
+                    continue
+                if c.get("ok") is None:
+                    run.log(f"check {key}: {c.get('note')}")
+                else:
+                    run.log(f"check {key}: {'ok' if c['ok'] else 'FAILED'} (loss rel diff {c['loss_rel']:.2e}, "
+                            f"max grad-norm rel diff {c['grad_rel_max']:.2e} vs {c['reference']}; "
+                            f"tolerance {c['tolerance'][0]:g} / {c['tolerance'][1]:g})")
+    return variants
+
+
+def warm_up(run, variants) -> list:
+    """--warmup steps of each variant; those that took them on every rank."""
+    live = []
+    for v in variants:
+        try:
+            for _ in range(run.args.warmup):
+                v.step(run.x, run.tgt)
+            run.sync()
+            ok, err = True, None
+        except Exception as e:  # noqa: BLE001
+            ok, err = False, short(e)
+        if agree(ok, run.device):
+            live.append(v)
+        else:
+            run.res["rows"][v.key]["error"] = f"warm-up: {err or 'failed on another rank'}"
+    return live
+
+
+def time_rounds(run, live) -> dict:
+    """Interleaved rounds until --rounds, the deadline or no variant left: per round a block of --steps steps of
+    each variant (the order rotated, each block started together on all ranks), its time the slowest rank's, the
+    results summarized and saved. {variant key: {round: ms per step}}."""
+    res, args = run.res, run.args
+    times = {v.key: {} for v in live}
+    r = 0
+    while live and r < args.rounds:
+        t_round = time.time()
+        order = live[r % len(live):] + live[:r % len(live)]
+        dts, failed = [], []
+        for v in order:
+            dist.barrier()
+            run.sync()
+            t0 = time.perf_counter()
+            try:
+                for _ in range(args.steps):
+                    v.step(run.x, run.tgt)
+                run.sync()
+                dts.append((time.perf_counter() - t0) / args.steps * 1e3)
+                failed.append(0.0)
+            except Exception as e:  # noqa: BLE001
+                res["rows"][v.key]["error"] = f"round {r}: {short(e)}"
+                dts.append(0.0)
+                failed.append(1.0)
+        over = args.deadline and time.time() + (time.time() - t_round) > args.deadline
+        t = torch.tensor(dts + failed + [1.0 if (run.rank == 0 and over) else 0.0], device=run.device,
+                         dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        vals = t.tolist()
+        n = len(order)
+        for i, v in enumerate(order):
+            if vals[n + i]:
+                res["rows"][v.key].setdefault("error", f"round {r}: failed on another rank")
+            else:
+                times[v.key][r] = vals[i]
+        live = [v for i, v in enumerate(order) if not vals[n + i]]
+        live.sort(key=lambda v: list(times).index(v.key))
+        r += 1
+        summarize(res, times)
+        res["rounds_done"] = r
+        run.save()
+        if vals[-1]:
+            res["stopped_early"] = f"time budget: {r} of {args.rounds} rounds"
+            run.log(res["stopped_early"])
+            break
+    return times
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    device, device_name, sync = init_distributed(args)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_float32_matmul_precision("high")
     for limit in ("cache_size_limit", "recompile_limit"):  # one compiled entry per variant, all of the same code
@@ -310,131 +462,23 @@ def main(argv=None):
         if rank == 0:
             print(f"[rank 0 of {world}] {msg}", flush=True)
 
+    # What the stages below share (ops: set once loaded).
+    run = SimpleNamespace(args=args, res=res, device=device, sync=sync, rank=rank, save=save, log=log)
     save()
-    ops = {}
-    for impl in args.impls:
-        try:
-            ops[impl] = make_ops(impl, args.dtype)
-            ok, err = True, None
-        except Exception as e:  # noqa: BLE001 - a row saying why
-            ok, err = False, short(e)
-        if not agree(ok, device):
-            res["impl_errors"][impl] = err or "failed on another rank"
-            ops.pop(impl, None)
-            log(f"{impl}: not available: {res['impl_errors'][impl]}")
-
+    run.ops = load_ops(run)
     gen = torch.Generator(device="cpu").manual_seed(100 + rank)  # each rank its own batch
-    x = torch.randn(args.batch, args.seq, args.dim, generator=gen).to(device, DTYPES[args.dtype])
-    tgt = torch.randn(args.batch, args.seq, args.dim, generator=gen).to(device)
-
-    variants = []
-    for mode in args.modes:
-        for wrapper in args.wrappers:
-            keys = []
-            for impl in args.impls:
-                key = f"{wrapper}/{mode}/{impl}"
-                keys.append(key)
-                row = res["rows"][key] = {"wrapper": wrapper, "mode": mode, "impl": impl}
-                if impl not in ops:
-                    row["error"] = f"{impl} not available: {res['impl_errors'].get(impl)}"
-                    continue
-                t0 = time.perf_counter()
-                err, v = None, None
-                for fullgraph in ((True, False) if mode == "compile" else (True,)):
-                    try:
-                        v = build(args, wrapper, mode, impl, ops[impl], device, fullgraph)
-                        loss0, norms = v.first_step(x, tgt)
-                        sync()
-                        err = None
-                        if not fullgraph:
-                            row["note"] = "graph break under fullgraph=True; compiled with graph breaks"
-                        break
-                    except torch._dynamo.exc.Unsupported as e:
-                        err, v = short(e), None
-                        row["fullgraph_error"] = err
-                    except Exception as e:  # noqa: BLE001 - a row saying why
-                        err, v = short(e), None
-                        break
-                if not agree(err is None, device):
-                    row["error"] = err or "failed on another rank"
-                    log(f"{key}: error: {row['error']}")
-                    save()
-                    continue
-                row["first_step_s"] = rank_max(time.perf_counter() - t0, device)
-                row["loss0"], row["grad_norms"] = loss0, norms
-                variants.append(v)
-                log(f"{key}: first step (build{', compile' if mode == 'compile' else ''}) "
-                    f"{row['first_step_s']:.1f} s, loss {loss0:.6f}")
-                save()
-            for key, c in check(res["rows"], keys, args).items():
-                if key == c.get("reference"):
-                    continue
-                if c.get("ok") is None:
-                    log(f"check {key}: {c.get('note')}")
-                else:
-                    log(f"check {key}: {'ok' if c['ok'] else 'FAILED'} (loss rel diff {c['loss_rel']:.2e}, "
-                        f"max grad-norm rel diff {c['grad_rel_max']:.2e} vs {c['reference']}; "
-                        f"tolerance {c['tolerance'][0]:g} / {c['tolerance'][1]:g})")
+    run.x = torch.randn(args.batch, args.seq, args.dim, generator=gen).to(device, DTYPES[args.dtype])
+    run.tgt = torch.randn(args.batch, args.seq, args.dim, generator=gen).to(device)
+    variants = start_variants(run)
     save()
 
     # Warm-up, then interleaved rounds.
     res["stage"] = "warmup"
     save()
-    live = []
-    for v in variants:
-        try:
-            for _ in range(args.warmup):
-                v.step(x, tgt)
-            sync()
-            ok, err = True, None
-        except Exception as e:  # noqa: BLE001
-            ok, err = False, short(e)
-        if agree(ok, device):
-            live.append(v)
-        else:
-            res["rows"][v.key]["error"] = f"warm-up: {err or 'failed on another rank'}"
+    live = warm_up(run, variants)
     res["stage"] = "rounds"
     save()
-    times = {v.key: {} for v in live}
-    r = 0
-    while live and r < args.rounds:
-        t_round = time.time()
-        order = live[r % len(live):] + live[:r % len(live)]
-        dts, failed = [], []
-        for v in order:
-            dist.barrier()
-            sync()
-            t0 = time.perf_counter()
-            try:
-                for _ in range(args.steps):
-                    v.step(x, tgt)
-                sync()
-                dts.append((time.perf_counter() - t0) / args.steps * 1e3)
-                failed.append(0.0)
-            except Exception as e:  # noqa: BLE001
-                res["rows"][v.key]["error"] = f"round {r}: {short(e)}"
-                dts.append(0.0)
-                failed.append(1.0)
-        over = args.deadline and time.time() + (time.time() - t_round) > args.deadline
-        t = torch.tensor(dts + failed + [1.0 if (rank == 0 and over) else 0.0], device=device, dtype=torch.float64)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        vals = t.tolist()
-        n = len(order)
-        for i, v in enumerate(order):
-            if vals[n + i]:
-                res["rows"][v.key].setdefault("error", f"round {r}: failed on another rank")
-            else:
-                times[v.key][r] = vals[i]
-        live = [v for i, v in enumerate(order) if not vals[n + i]]
-        live.sort(key=lambda v: list(times).index(v.key))
-        r += 1
-        summarize(res, times)
-        res["rounds_done"] = r
-        save()
-        if vals[-1]:
-            res["stopped_early"] = f"time budget: {r} of {args.rounds} rounds"
-            log(res["stopped_early"])
-            break
+    times = time_rounds(run, live)
     res["stage"] = "done"
     summarize(res, times)
     save()

@@ -19,7 +19,8 @@ at 1 GPU. A variant that fails is a row with its error; a GPU count above what i
 
 The whole run keeps to --budget seconds (default 235): each part gets a time limit that leaves the later parts their
 share, and stops starting new rounds in time to finish. Writes DIR/bench_distributed.json, DIR/bench_distributed.md
-(device, GPU count, versions, commit, tables) and DIR/bench_distributed.log (every subprocess's output).
+(device, GPU count, versions, commit, tables; both written by _distributed_report.py, which can render the markdown
+again from a saved JSON) and DIR/bench_distributed.log (every subprocess's output).
 """
 from __future__ import annotations
 
@@ -34,16 +35,14 @@ import tempfile
 import threading
 import time
 
-from _bench_common import fmt, git_commit
+from _bench_common import git_commit
+from _distributed_report import IMPLS, MODES, WRAPPERS, save
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_WORKER = os.path.join(HERE, "_distributed_step.py")
 JAX_WORKER = os.path.join(HERE, "_distributed_jax.py")
 # NVLink multicast (NVLS) stays off on the lent machines: every subprocess gets these.
 MANDATORY_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-IMPLS = ("jitkernel", "triton", "torch")  # display order
-WRAPPERS = ("ddp", "fsdp2")
-MODES = ("compile", "eager")
 # Seconds kept for each part still to come when a part's time limit is set (they run faster: warm caches).
 SHARE_TORCH, SHARE_JAX, SHARE_REPORT = 35, 45, 5
 MIN_PART_S = 20  # a part with less time than this left is not started
@@ -203,228 +202,6 @@ def versions():
         except metadata.PackageNotFoundError:
             out[dist] = None
     return out
-
-
-# --- report -----------------------------------------------------------------------------------------------
-
-def _row_keys(res):
-    keys = []
-    for mode in MODES:
-        for wrapper in WRAPPERS:
-            for impl in IMPLS:
-                key = f"{wrapper}/{mode}/{impl}"
-                if any(key in (part.get("rows") or {}) for part in res["torch"].values()):
-                    keys.append(key)
-    return keys
-
-
-def _label(key):
-    return key.replace("/", " · ")
-
-
-def sci(x):
-    return "–" if x is None else f"{x:.1e}"
-
-
-def _ratio_cell(r):
-    if not r:
-        return "–"
-    return f"{r['median']:.3f} [{r['min']:.2f}–{r['max']:.2f}]"
-
-
-def scaling(res):
-    """{variant key: {n: time(n) / time(1)}} for the torch rows and the JAX variants."""
-    out = {}
-    base = (res["torch"].get("1") or {}).get("rows") or {}
-    for key in _row_keys(res):
-        t1 = (base.get(key) or {}).get("median_ms")
-        if not t1:
-            continue
-        for n, part in res["torch"].items():
-            tn = ((part.get("rows") or {}).get(key) or {}).get("median_ms")
-            if n != "1" and tn:
-                out.setdefault(key, {})[n] = tn / t1
-    meshes = (res.get("jax") or {}).get("meshes") or {}
-    for variant in ("jnp", "jitkernel"):
-        t1 = ((meshes.get("1") or {}).get("rows") or {}).get(variant, {}).get("median_ms")
-        if not t1:
-            continue
-        for n, entry in meshes.items():
-            tn = ((entry.get("rows") or {}).get(variant) or {}).get("median_ms")
-            if n != "1" and tn:
-                out.setdefault(f"jax/{variant}", {})[n] = tn / t1
-    return out
-
-
-def markdown(res):
-    env, cfg = res["environment"], res["config"]
-    counts = [str(n) for n in cfg["gpus"]]
-    v = env["versions"]
-    device = next((p.get("device") for p in res["torch"].values() if p.get("device")), None) or \
-        (res.get("jax") or {}).get("device") or "device unknown"
-    lines = ["# Distributed training step: jitkernel vs Triton vs torch (issue 25)", "",
-             f"{device} · {env['gpus_present']} GPU(s) present · commit {env['commit']} · {env['date']} · "
-             f"torch {v.get('torch')} · triton {v.get('triton')} · jax {v.get('jax')} · jitkernel "
-             f"{v.get('jitkernel')} · Python {v.get('python')}", "",
-             f"Block: pre-norm transformer block (RMSNorm → causal scaled_dot_product_attention → residual; RMSNorm → "
-             f"MLP with GELU (tanh) → residual) × {cfg['layers']}, d = {cfg['dim']}, {cfg['heads']} heads, MLP "
-             f"{cfg['hidden']}, sequence {cfg['seq']}, batch {cfg['batch']} per GPU (weak scaling), {cfg['dtype']} "
-             f"weights and activations, AdamW (JAX: Adam). A step is forward + backward + optimizer step; its time is "
-             f"the slowest rank's, median over up to {cfg['rounds']} interleaved rounds of {cfg['steps']} steps "
-             f"(after {cfg['warmup']} warm-up step(s)). Ratios are medians of per-round paired ratios [min–max]. "
-             f"compile = torch.compile of each block (fullgraph, static shapes), then DDP / fully_shard.", ""]
-    if res.get("notes"):
-        lines += [f"- {n}" for n in res["notes"]] + [""]
-
-    # correctness
-    check_rows = []
-    for n in counts:
-        part = res["torch"].get(n) or {}
-        for key in _row_keys(res):
-            c = ((part.get("rows") or {}).get(key) or {}).get("check")
-            if c and not key.endswith("/torch"):
-                ok = "–" if c.get("ok") is None else ("ok" if c["ok"] else "**FAILED**")
-                check_rows.append(f"| {n} | {_label(key)} | {sci(c.get('loss_rel'))} | {sci(c.get('grad_rel_max'))} "
-                                  f"| {ok} |")
-    jax_meshes = (res.get("jax") or {}).get("meshes") or {}
-    for n, entry in jax_meshes.items():
-        for name, c in (("first step loss", entry.get("check")), ("loss + grad norms", entry.get("grad_check"))):
-            if c:
-                check_rows.append(f"| {n} | jax · jitkernel vs jnp ({name}) | {sci(c.get('loss_rel'))} | "
-                                  f"{sci(c.get('grad_rel_max'))} | {'ok' if c['ok'] else '**FAILED**'} |")
-    if check_rows:
-        lines += ["## Correctness (first step, same weights and data, against the plain torch / jnp variant)", "",
-                  "| GPUs | variant | loss rel. diff | max grad-norm rel. diff | within tolerance |",
-                  "|---:|---|---:|---:|---|"] + check_rows + [""]
-
-    # step times
-    keys = _row_keys(res)
-    if keys:
-        lines += ["## Step time (ms, median over rounds)", "",
-                  "| variant | " + " | ".join(f"{n} GPU{'s' if n != '1' else ''}" for n in counts) + " |",
-                  "|---|" + "---:|" * len(counts)]
-        for key in keys:
-            cells = []
-            for n in counts:
-                part = res["torch"].get(n) or {}
-                row = (part.get("rows") or {}).get(key)
-                if "not_run" in part or "skipped" in part:
-                    cells.append("–")
-                elif row is None:
-                    cells.append("–")
-                elif "median_ms" in row:
-                    cells.append(fmt(row["median_ms"], 3) + (" (check failed)" if (row.get("check") or {}).get("ok")
-                                                             is False else ""))
-                elif "error" in row:
-                    cells.append("error")
-                else:
-                    cells.append("not timed")
-            lines.append(f"| {_label(key)} | " + " | ".join(cells) + " |")
-        lines.append("")
-        ratio_rows = []
-        for mode in MODES:
-            for wrapper in WRAPPERS:
-                group = f"{wrapper}/{mode}"
-                for other in ("triton", "torch"):
-                    name = f"jitkernel/{other}"
-                    cells = [_ratio_cell(((res["torch"].get(n) or {}).get("ratios") or {}).get(group, {}).get(name))
-                             for n in counts]
-                    if any(c != "–" for c in cells):
-                        ratio_rows.append(f"| {wrapper} · {mode} | {name} | " + " | ".join(cells) + " |")
-        if ratio_rows:
-            lines += ["## Ratios (paired per round: median [min–max]; below 1 = jitkernel faster)", "",
-                      "| wrapper · mode | ratio | " + " | ".join(f"{n} GPU{'s' if n != '1' else ''}"
-                                                                 for n in counts) + " |",
-                      "|---|---|" + "---:|" * len(counts)] + ratio_rows + [""]
-        first = [(key, [((res["torch"].get(n) or {}).get("rows") or {}).get(key, {}).get("first_step_s")
-                        for n in counts]) for key in keys]
-        if any(x is not None for _, xs in first for x in xs):
-            lines += ["## First step (s, slowest rank): build, wrap, compile, the checked step", "",
-                      "Compiled variants of one kind share their compiled code (DDP's compile is FSDP2's; the "
-                      "1-GPU run fills the inductor cache the later runs read).", "",
-                      "| variant | " + " | ".join(f"{n} GPU{'s' if n != '1' else ''}" for n in counts) + " |",
-                      "|---|" + "---:|" * len(counts)]
-            lines += [f"| {_label(key)} | " + " | ".join(fmt(x, 1) for x in xs) + " |" for key, xs in first]
-            lines.append("")
-
-    sc = scaling(res)
-    later = [n for n in counts if n != "1"]
-    if sc and later:
-        lines += ["## Weak scaling (step time at N GPUs / at 1 GPU; 1.00 = perfect)", "",
-                  "| variant | " + " | ".join(f"{n} GPUs" for n in later) + " |", "|---|" + "---:|" * len(later)]
-        for key, by_n in sc.items():
-            lines.append(f"| {_label(key)} | " + " | ".join(fmt(by_n.get(n), 3) for n in later) + " |")
-        lines.append("")
-
-    jax = res.get("jax")
-    if jax and jax_meshes:
-        lines += ["## JAX: shard_map data parallel (pmean of gradients), jitkernel kernels vs jnp", "",
-                  f"jax {((jax.get('versions') or {}).get('jax'))} on {jax.get('device_count')} × "
-                  f"{jax.get('device')}; the same block, one jitted step per mesh, donated weights.", "",
-                  "| devices | jnp ms | jitkernel ms | jitkernel/jnp | first step s (jnp / jitkernel) |",
-                  "|---:|---:|---:|---:|---|"]
-        for n, entry in jax_meshes.items():
-            if "skipped" in entry:
-                lines.append(f"| {n} | skipped: {entry['skipped']} | | | |")
-                continue
-            rows = entry.get("rows") or {}
-
-            def cell(r):
-                return fmt(r["median_ms"], 3) if "median_ms" in r else ("error" if "error" in r else "–")
-
-            lines.append(f"| {n} | {cell(rows.get('jnp', {}))} | {cell(rows.get('jitkernel', {}))} | "
-                         f"{_ratio_cell(entry.get('ratio'))} | {fmt(rows.get('jnp', {}).get('first_step_s'), 1)} / "
-                         f"{fmt(rows.get('jitkernel', {}).get('first_step_s'), 1)} |")
-        lines.append("")
-
-    problems = {}  # (where, what) -> GPU counts: the same message at several counts is one line
-
-    def problem(where, what, n):
-        problems.setdefault((where, what), []).append(n)
-
-    for n in counts:
-        part = res["torch"].get(n) or {}
-        for what in ("skipped", "not_run", "failure", "stopped_early"):
-            if part.get(what):
-                problem("torch", f"{what.replace('_', ' ')}: {part[what]}", n)
-        for impl, err in (part.get("impl_errors") or {}).items():
-            problem("torch", f"{impl} not available: {err}", n)
-        for key, row in (part.get("rows") or {}).items():
-            if row.get("error") and not row["error"].startswith(f"{row.get('impl')} not available"):
-                problem(f"torch, {_label(key)}", row["error"], n)
-            if row.get("fullgraph_error"):
-                problem(f"torch, {_label(key)}", f"fullgraph=True failed, compiled with graph breaks: "
-                                                 f"{row['fullgraph_error']}", n)
-    if jax:
-        for what in ("not_run", "failure", "skipped"):
-            if jax.get(what):
-                problem("jax", f"{what.replace('_', ' ')}: {jax[what]}", "all")
-        for name, err in (jax.get("variant_errors") or {}).items():
-            problem("jax", f"{name} not available: {err}", "all")
-        for n, entry in jax_meshes.items():
-            if entry.get("stopped_early"):
-                problem("jax", entry["stopped_early"], n)
-            for name, row in (entry.get("rows") or {}).items():
-                if row.get("error") and not row["error"].startswith("not available"):
-                    problem(f"jax, {name}", row["error"], n)
-    if problems:
-        lines += ["## Errors, skips and cut-short parts", ""]
-        for (where, what), ns in problems.items():
-            on = "" if ns == ["all"] else f" ({', '.join(ns)} GPU{'s' if ns != ['1'] else ''})"
-            lines.append(f"- {where}{on}: {what}")
-        lines.append("")
-    lines.append(f"Total {fmt(res.get('elapsed_s'), 0)} s.")
-    return "\n".join(lines)
-
-
-def save(res, out, t0):
-    res["elapsed_s"] = time.perf_counter() - t0
-    with open(os.path.join(out, "bench_distributed.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    md = markdown(res)
-    with open(os.path.join(out, "bench_distributed.md"), "w") as f:
-        f.write(md + "\n")
-    return md
 
 
 # --- main -------------------------------------------------------------------------------------------------
