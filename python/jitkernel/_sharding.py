@@ -23,12 +23,32 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import sys
 from dataclasses import dataclass
 
+from . import _post_import
 from ._errors import ArgumentError, ArgumentTypeError
 
 _NAMED = ("elementwise", "rowwise")
+
+# The classes a call is dispatched on, set once their framework is imported (never imported from here). Module
+# globals, not sys.modules lookups: TorchDynamo traces these calls, and walking sys.modules while it traces fails
+# whenever an import changes it ("dictionary changed size during iteration").
+dtensor_class = None
+jax_array_types: tuple = ()
+
+
+def _remember_dtensor(module) -> None:
+    global dtensor_class
+    dtensor_class = module.DTensor
+
+
+def _remember_jax(jax) -> None:
+    global jax_array_types
+    jax_array_types = (jax.Array, jax.core.Tracer)
+
+
+_post_import.when_imported("torch.distributed.tensor", _remember_dtensor)
+_post_import.when_imported("jax", _remember_jax)
 _FACTOR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -159,27 +179,15 @@ class Sharded:
         return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
-        dtensor = _dtensor_type()
-        if dtensor is not None and any(isinstance(a, dtensor) for a in args):
+        if dtensor_class is not None and any(isinstance(a, dtensor_class) for a in args):
             from . import _sharding_torch
 
             return _sharding_torch.call(self, args, kwargs)
-        if _has_jax_array(args):
+        if jax_array_types and any(isinstance(a, jax_array_types) for a in args):
             from . import _sharding_jax
 
             return _sharding_jax.call(self, args, kwargs)
         return self.fn(*args, **kwargs)
-
-
-def _dtensor_type():
-    """torch's DTensor class when torch.distributed.tensor is loaded (never imports it)."""
-    module = sys.modules.get("torch.distributed.tensor")
-    return getattr(module, "DTensor", None) if module is not None else None
-
-
-def _has_jax_array(args) -> bool:
-    jax = sys.modules.get("jax")
-    return jax is not None and any(isinstance(a, (jax.Array, jax.core.Tracer)) for a in args)
 
 
 def sharded(rule: str, *, replicated=()):

@@ -22,7 +22,7 @@ import atexit
 import sys
 from functools import lru_cache
 
-from . import _core, _kernel_record, _post_import
+from . import _core, _kernel_record, _post_import, _sharding
 from ._dtypes import DType
 from ._errors import ArgumentError, ArgumentTypeError
 from ._traced_call import list_form
@@ -160,8 +160,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
 def _refuse_dtensors(kernel, c) -> None:
     """A DTensor reaching a kernel has no rule saying which pieces of it the kernel may run on: refused, naming
     the input and the way to declare one (``jk.sharded``)."""
-    module = sys.modules.get("torch.distributed.tensor")
-    dtensor = getattr(module, "DTensor", None) if module is not None else None
+    dtensor = _sharding.dtensor_class  # not sys.modules: TorchDynamo traces this
     if dtensor is None:
         return
     for names, values, what in ((c.input_names, c.inputs, "inputs"), (c.output_names, c.outputs or (), "outputs")):
