@@ -372,3 +372,17 @@ def test_spec_written_before_compile_options_still_loads():
     del fields["compile_options"]  # as exported by a jitkernel without compile_options
     rebuilt = _kernel_record.kernel_for(json.dumps(fields, sort_keys=True))
     assert rebuilt.source_text == SOURCE and rebuilt.input_names == ("inp", "s")
+
+
+def test_what_torchdynamo_traces_never_reads_sys_modules():
+    # TorchDynamo traces a compiled call through these functions; reading sys.modules there fails the trace with
+    # "dictionary changed size during iteration" whenever an import changes it meanwhile (seen on 4x H200 in the
+    # torch.compile tests). Framework classes are module globals set by the import hook instead.
+    from jitkernel import _sharding, _sharding_torch, _torch_ops, _traced_call
+
+    traced = [_traced_call.dynamo_call, _traced_call.list_form, _traced_call.reject_launch_options,
+              _torch_ops.call, _torch_ops.compiling, _torch_ops._scalar_entry, _torch_ops._constant,
+              _torch_ops._refuse_dtensors, _sharding.Sharded.__call__, _sharding_torch.call, _sharding_torch._split,
+              _sharding_torch._place]
+    for fn in traced:
+        assert "sys" not in fn.__code__.co_names and "modules" not in fn.__code__.co_names, fn.__qualname__
