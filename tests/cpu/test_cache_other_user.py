@@ -42,7 +42,7 @@ def attacker():
     try:
         pw = pwd.getpwnam(ATTACKER)
     except KeyError:
-        useradd = shutil.which("useradd")
+        useradd = shutil.which("useradd") or shutil.which("useradd", path="/usr/sbin:/sbin:/usr/bin:/bin")
         if useradd is None:
             pytest.skip("useradd is missing: cannot create a second user")
         made = subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER],
@@ -73,7 +73,10 @@ def reference(tmp_path_factory):
 def as_user(user, script: str, cwd) -> None:
     """Runs the shell `script` in `cwd` as `user` (uid, gid), without root's groups."""
     uid, gid = user
-    done = subprocess.run(["sh", "-euc", script], cwd=cwd, user=uid, group=gid, extra_groups=[],
+    # The system's shell and tools by absolute path: the caller's PATH may name only a venv (CI's wheel step),
+    # or folders that user cannot enter.
+    done = subprocess.run(["/bin/sh", "-euc", script], cwd=cwd, user=uid, group=gid, extra_groups=[],
+                          env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"the attacker's step failed: {done.stderr}"
 
