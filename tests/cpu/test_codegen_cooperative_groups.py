@@ -95,6 +95,17 @@ def test_cooperative_groups_decision_reads_the_header_too():
     assert cg_path(body, header="#include <cuda/std/limits>\n__device__ float helper() { return 1; }") == "header"
 
 
+@pytest.mark.parametrize("include", ["# /* a comment */ include <my_helpers.cuh>",
+                                     "%:include <my_helpers.cuh>",
+                                     "#inc\\\nlude <my_helpers.cuh>",
+                                     "#include_next <my_helpers.cuh>"])
+def test_cooperative_groups_decision_sees_every_spelling_of_include(include):
+    # The compiler takes each of these as an #include (as the cache key's scan does), so each may bring in the real
+    # header, which the light definitions would then clash with.
+    body = "out[cg::this_grid().thread_rank()] = helper();"
+    assert cg_path(body, header=include + "\n__device__ float helper() { return 1; }") == "header"
+
+
 # Every supported call, with the exact type the CUDA API gives it (static_assert on decltype). Compiled against the
 # shim and, with FORCE_HEADER added, against the real header: both must accept the same types.
 TYPE_HEADER = """

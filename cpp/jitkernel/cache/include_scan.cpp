@@ -1,92 +1,25 @@
-// The #include scanner of include_scan.hpp: a small lexer over the text with
-// its line splices removed (over its directive lines alone, when nothing
-// spans lines): it skips comments and string, character and raw string
-// literals (so that "/*" inside a literal does not hide a directive) and
-// number literals (whose ' digit separators are not character literals), and
-// reads a directive wherever a '#' (or the digraph %:) starts a line.
+// The #include scanner of include_scan.hpp, over the tokens of the shared
+// lexer (core/lexer.hpp: comments, string, character and raw string literals
+// and numbers stepped over, so that "/*" inside a literal does not hide a
+// directive and a ' digit separator is no quote), on the text with its line
+// splices removed, or on its directive lines alone when nothing spans lines.
 #include "jitkernel/cache/include_scan.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
+
+#include "jitkernel/core/lexer.hpp"
 
 namespace jk::cache {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;  // UTF-8 in identifiers
-}
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-bool is_hspace(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v'; }
-// NVRTC ends a line at a lone carriage return too; ending it early here only
-// makes the scan look at more text as code.
-bool is_eol(char c) { return c == '\n' || c == '\r'; }
-
-// Translation phase 2: backslash-newline (also backslash-CR-LF) removed.
-// NVRTC does not splice a backslash followed by spaces.
-std::string remove_splices(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\') {
-      if (i + 1 < text.size() && text[i + 1] == '\n') {
-        ++i;
-        continue;
-      }
-      if (i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(text[i]);
-  }
-  return out;
-}
-
-// Whether remove_splices has anything to remove.
-bool has_splice(std::string_view text) {
-  for (std::size_t at = text.find('\\'); at != std::string_view::npos; at = text.find('\\', at + 1)) {
-    if (at + 1 < text.size() && text[at + 1] == '\n') return true;
-    if (at + 2 < text.size() && text[at + 1] == '\r' && text[at + 2] == '\n') return true;
-  }
-  return false;
-}
-
-// What a character means to the lexer's main loop; everything else is
-// skipped in a tight loop (identifiers, numbers, operators: they cannot
-// start a directive, comment or literal).
-enum CharClass : unsigned char { kPlain, kSpace, kEol, kSlash, kHash, kPercent, kDquote, kSquote, kUnder };
-
-struct CharTables {
-  // [scan for __has_include][at a line's start] -> class of each byte
-  CharClass classes[2][2][256];
-};
-
-const CharTables& char_tables() {
-  static const CharTables tables = [] {
-    CharTables t{};
-    for (int operators = 0; operators < 2; ++operators) {
-      for (int line_start = 0; line_start < 2; ++line_start) {
-        CharClass* c = t.classes[operators][line_start];
-        for (int b = 0; b < 256; ++b) c[b] = kPlain;
-        c[static_cast<unsigned char>('\n')] = c[static_cast<unsigned char>('\r')] = kEol;
-        c[static_cast<unsigned char>('/')] = kSlash;
-        c[static_cast<unsigned char>('"')] = kDquote;
-        c[static_cast<unsigned char>('\'')] = kSquote;
-        if (operators) c[static_cast<unsigned char>('_')] = kUnder;
-        if (line_start) {  // mid-line, spaces change nothing and '#' starts no directive
-          for (char b : {' ', '\t', '\f', '\v'}) c[static_cast<unsigned char>(b)] = kSpace;
-          c[static_cast<unsigned char>('#')] = kHash;
-          c[static_cast<unsigned char>('%')] = kPercent;
-        }
-      }
-    }
-    return t;
-  }();
-  return tables;
-}
+using lex::is_eol;
+using lex::is_hspace;
+using lex::is_ident_char;
+using lex::Token;
 
 bool has_block_comment(std::string_view text) {
   if (text.empty()) return false;
@@ -98,190 +31,26 @@ bool has_block_comment(std::string_view text) {
   return false;
 }
 
-class Lexer {
+class IncludeScanner {
  public:
-  explicit Lexer(std::string_view text)
-      : t_(text), operators_(text.find("__has_include") != std::string_view::npos) {}
+  explicit IncludeScanner(std::string_view text)
+      : t_(text),
+        operators_(text.find("__has_include") != std::string_view::npos),
+        lex_(text, lex::Wanted{operators_, false}) {}
 
   std::vector<IncludeDirective> run() {
-    const CharTables& tables = char_tables();
-    const CharClass* mid = tables.classes[operators_][0];
-    const CharClass* first = tables.classes[operators_][1];
-    bool line_start = true;  // only whitespace and comments so far on this line
-    const std::size_t n = t_.size();
-    while (i_ < n) {
-      const char c = t_[i_];
-      switch ((line_start ? first : mid)[static_cast<unsigned char>(c)]) {
-        case kPlain:
-          line_start = false;
-          ++i_;
-          while (i_ < n && mid[static_cast<unsigned char>(t_[i_])] == kPlain) ++i_;
-          break;
-        case kSpace:
-          ++i_;
-          break;
-        case kEol:
-          line_start = true;
-          ++i_;
-          break;
-        case kSlash:
-          if (peek(1) == '/') {
-            while (i_ < n && !is_eol(t_[i_])) ++i_;
-          } else if (peek(1) == '*') {
-            skip_block_comment();
-          } else {
-            line_start = false;
-            ++i_;
-          }
-          break;
-        case kHash:
-        case kPercent:
-          if (c == '#' || peek(1) == ':') {
-            const std::size_t start = i_;
-            i_ += c == '#' ? 1 : 2;
-            directive(start);
-          } else {
-            ++i_;
-          }
-          line_start = false;
-          break;
-        case kDquote:
-          line_start = false;
-          if (raw_prefix()) {
-            skip_raw_string();
-          } else {
-            skip_quoted('"');
-          }
-          break;
-        case kSquote:
-          line_start = false;
-          if (digit_separator()) {
-            skip_number_rest();
-          } else {
-            skip_quoted('\'');
-          }
-          break;
-        case kUnder:
-          line_start = false;
-          if (i_ > 0 && is_ident_char(t_[i_ - 1])) {
-            ++i_;  // inside an identifier
-          } else {
-            identifier();
-          }
-          break;
+    for (Token token = lex_.next(); token.kind != Token::Kind::End; token = lex_.next()) {
+      if (token.kind == Token::Kind::Directive) {
+        directive(token.at);
+      } else if (token.kind == Token::Kind::Identifier &&
+                 (token.text == "__has_include" || token.text == "__has_include_next")) {
+        has_include(token.at, token.text.size() > 13);
       }
     }
     return std::move(out_);
   }
 
  private:
-  char peek(std::size_t k) const { return i_ + k < t_.size() ? t_[i_ + k] : '\0'; }
-
-  // Where the identifier (or, with `in_number`, the part of a number since
-  // its last ') that ends right before `at` starts. Never crosses a quote,
-  // so that the scan stays linear however many quotes follow each other.
-  std::size_t token_start(std::size_t at, bool in_number) const {
-    while (at > 0 && (is_ident_char(t_[at - 1]) || (in_number && t_[at - 1] == '.'))) --at;
-    return at;
-  }
-
-  // At a digit separator: the rest of the number, separators and exponent
-  // signs included (1'000'000ull, 0x1'0p+3), so that its later separators are
-  // never taken for quotes.
-  void skip_number_rest() {
-    ++i_;
-    while (i_ < t_.size()) {
-      const char c = t_[i_];
-      const char prev = t_[i_ - 1];
-      if (is_ident_char(c) || c == '.') {
-        ++i_;
-      } else if (c == '\'' && is_ident_char(peek(1))) {
-        i_ += 2;
-      } else if ((c == '+' || c == '-') &&
-                 (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
-        ++i_;
-      } else {
-        break;
-      }
-    }
-  }
-
-  // At a '"': is it the quote of a raw string (R, LR, uR, UR, u8R before it)?
-  bool raw_prefix() const {
-    if (i_ == 0 || t_[i_ - 1] != 'R') return false;
-    std::string_view prefix = t_.substr(token_start(i_, false), i_ - token_start(i_, false));
-    return prefix == "R" || prefix == "LR" || prefix == "uR" || prefix == "UR" || prefix == "u8R";
-  }
-
-  // At a '\'': a digit separator (1'000'000) rather than a character
-  // literal (its prefix is an identifier: u8'x', L'x')?
-  bool digit_separator() const {
-    if (i_ == 0 || !(is_ident_char(t_[i_ - 1]) || t_[i_ - 1] == '.')) return false;
-    const std::size_t start = token_start(i_, true);
-    return is_digit(t_[start]) || (t_[start] == '.' && start + 1 < i_ && is_digit(t_[start + 1]));
-  }
-
-  void skip_block_comment() {
-    std::size_t end = t_.find("*/", i_ + 2);
-    i_ = end == std::string_view::npos ? t_.size() : end + 2;
-  }
-
-  // Spaces, tabs and block comments (a comment is one space, even across lines).
-  void skip_hspace_and_comments() {
-    while (i_ < t_.size()) {
-      if (is_hspace(t_[i_])) {
-        ++i_;
-      } else if (t_[i_] == '/' && peek(1) == '*') {
-        skip_block_comment();
-      } else {
-        break;
-      }
-    }
-  }
-
-  // A string or character literal; it ends at its line's end at the latest.
-  void skip_quoted(char quote) {
-    ++i_;
-    while (i_ < t_.size() && t_[i_] != quote && !is_eol(t_[i_])) {
-      if (t_[i_] == '\\' && i_ + 1 < t_.size() && !is_eol(t_[i_ + 1])) ++i_;
-      ++i_;
-    }
-    if (i_ < t_.size() && t_[i_] == quote) ++i_;
-  }
-
-  // At the quote of R"delim( ... )delim". A delimiter that is not one (too
-  // long, or with a character a delimiter cannot hold) makes it an ordinary
-  // string, whose end is its line's.
-  void skip_raw_string() {
-    std::size_t open = i_ + 1;
-    while (open < t_.size() && open - i_ <= 17 && t_[open] != '(') {
-      char c = t_[open];
-      if (is_hspace(c) || is_eol(c) || c == ')' || c == '\\' || c == '"') break;
-      ++open;
-    }
-    if (open >= t_.size() || t_[open] != '(' || open - i_ > 17) {
-      skip_quoted('"');
-      return;
-    }
-    std::string closing = ")";
-    closing.append(t_.substr(i_ + 1, open - i_ - 1));
-    closing.push_back('"');
-    std::size_t end = t_.find(closing, open + 1);
-    i_ = end == std::string_view::npos ? t_.size() : end + closing.size();
-  }
-
-  std::string_view read_identifier() {
-    const std::size_t start = i_;
-    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
-    return t_.substr(start, i_ - start);
-  }
-
-  // At an identifier starting with '_' (the text names __has_include).
-  void identifier() {
-    std::string_view word = read_identifier();
-    if (word == "__has_include" || word == "__has_include_next") has_include(word.size() > 13);
-  }
-
   // The rest of the line from `from` (at most 100 characters), for messages.
   std::string line_text(std::size_t from) const {
     std::size_t end = from;
@@ -294,16 +63,13 @@ class Lexer {
   // At the opening '"' or '<': records the header name up to its closing
   // character on the same line; false when there is none.
   bool header_name(bool every_folder) {
-    const char close = t_[i_] == '<' ? '>' : '"';
-    std::size_t end = i_ + 1;
-    while (end < t_.size() && t_[end] != close && !is_eol(t_[end])) ++end;
-    if (end >= t_.size() || t_[end] != close) return false;
+    const std::optional<lex::HeaderName> header = lex_.header_name();
+    if (!header) return false;
     IncludeDirective d;
-    d.form = close == '>' ? IncludeDirective::Form::Angle : IncludeDirective::Form::Quoted;
+    d.form = header->angle ? IncludeDirective::Form::Angle : IncludeDirective::Form::Quoted;
     d.every_folder = every_folder;
-    d.name.assign(t_.substr(i_ + 1, end - i_ - 1));
+    d.name.assign(header->name);
     out_.push_back(std::move(d));
-    i_ = end + 1;
     return true;
   }
 
@@ -315,21 +81,18 @@ class Lexer {
     out_.push_back(std::move(d));
   }
 
-  // After '#': #include and #include_next; other directives are lexed like
-  // code (their __has_include operators count).
+  // After a directive mark at `start`: #include and #include_next; other
+  // directives are lexed like code (their __has_include operators count).
   void directive(std::size_t start) {
-    skip_hspace_and_comments();
-    if (!is_ident_start(peek(0))) return;
-    const std::size_t word_at = i_;
-    std::string_view word = read_identifier();
+    const std::string_view word = lex_.directive_name();
     if (word != "include" && word != "include_next") {
-      i_ = word_at;
+      lex_.seek(lex_.position() - word.size());
       return;
     }
     const bool next = word.size() > 7;
-    skip_hspace_and_comments();
-    if (i_ >= t_.size() || is_eol(t_[i_])) return;  // no name: an error, reads nothing
-    if ((t_[i_] == '"' || t_[i_] == '<') && header_name(next)) return;
+    lex_.skip_hspace_and_comments();
+    if (lex_.at_end() || is_eol(lex_.peek())) return;  // no name: an error, reads nothing
+    if (header_name(next)) return;
     computed(line_text(start), next);
   }
 
@@ -348,26 +111,25 @@ class Lexer {
            word == "elifndef";
   }
 
-  // After __has_include: `( "name" )` or `( <name> )`; a macro argument
-  // cannot be looked up.
-  void has_include(bool every_folder) {
-    const std::size_t word_at = i_ - (every_folder ? 18 : 13);
-    skip_hspace_and_comments();
-    if (peek(0) != '(') {
+  // After __has_include (at `word_at`): `( "name" )` or `( <name> )`; a
+  // macro argument cannot be looked up.
+  void has_include(std::size_t word_at, bool every_folder) {
+    lex_.skip_hspace_and_comments();
+    if (lex_.peek() != '(') {
       // Asking whether it exists is fine; anything else is a macro made of it
       // (#define HAS __has_include), whose use cannot be followed.
       if (!tested_for_existence(word_at)) computed(line_text(word_at), every_folder);
       return;
     }
-    ++i_;
-    skip_hspace_and_comments();
-    if (i_ < t_.size() && (t_[i_] == '"' || t_[i_] == '<') && header_name(every_folder)) return;
+    lex_.seek(lex_.position() + 1);
+    lex_.skip_hspace_and_comments();
+    if (header_name(every_folder)) return;
     computed(line_text(word_at), every_folder);
   }
 
   std::string_view t_;
   bool operators_;  // the text mentions __has_include
-  std::size_t i_ = 0;
+  lex::Lexer lex_;  // identifiers only where they may be __has_include
   std::vector<IncludeDirective> out_;
 };
 
@@ -378,7 +140,7 @@ std::vector<IncludeDirective> scan_spliced(std::string_view text) {
   // lines (where every #include is, and where __has_include may appear)
   // finds what lexing the whole text does, at a fraction of the cost (a few
   // memchr calls: this runs on every compile key).
-  if (has_block_comment(text) || text.find("R\"") != std::string_view::npos) return Lexer(text).run();
+  if (has_block_comment(text) || text.find("R\"") != std::string_view::npos) return IncludeScanner(text).run();
   std::vector<std::size_t> lines;  // where directive lines start
   const bool digraphs = text.find("%:") != std::string_view::npos;
   for (char mark : {'#', '%'}) {
@@ -401,7 +163,7 @@ std::vector<IncludeDirective> scan_spliced(std::string_view text) {
   for (std::size_t begin : lines) {
     std::size_t end = begin;
     while (end < text.size() && !is_eol(text[end])) ++end;
-    for (IncludeDirective& d : Lexer(text.substr(begin, end - begin)).run()) out.push_back(std::move(d));
+    for (IncludeDirective& d : IncludeScanner(text.substr(begin, end - begin)).run()) out.push_back(std::move(d));
   }
   return out;
 }
@@ -409,9 +171,8 @@ std::vector<IncludeDirective> scan_spliced(std::string_view text) {
 }  // namespace
 
 std::vector<IncludeDirective> scan_includes(std::string_view text) {
-  if (!has_splice(text)) return scan_spliced(text);
-  const std::string spliced = remove_splices(text);
-  return scan_spliced(spliced);
+  std::string spliced;
+  return scan_spliced(lex::without_splices(text, spliced));
 }
 
 std::vector<std::string> include_targets(std::string_view source) {

@@ -1,139 +1,52 @@
-// A small C++ tokenizer, just enough to know which identifiers user code
-// mentions: it skips comments, string/character literals (raw strings too)
-// and number literals (with ' digit separators), records identifiers, the
-// identifiers used as `name::` qualifiers (and what they qualify), #include
-// targets, and the names the user code declares itself (#define, and in the
-// header at file scope struct/class/union/enum names, `using X =` aliases
-// and function names), so that generated helpers of the same names are left
-// out. The code generator decides from this which parameters, headers and
-// helpers to emit.
+// What user code mentions, from the tokens of the shared lexer
+// (core/lexer.hpp, which steps over comments, literals and numbers): the
+// identifiers, the identifiers used as `name::` qualifiers (and what they
+// qualify), #include targets, and the names the user code declares itself
+// (#define, and in the header at file scope struct/class/union/enum names,
+// `using X =` aliases and function names), so that generated helpers of the
+// same names are left out. The code generator decides from this which
+// parameters, headers and helpers to emit.
 #include "jitkernel/codegen/codegen_detail.hpp"
 #include "jitkernel/codegen/cuda_signature.hpp"
+#include "jitkernel/core/lexer.hpp"
+
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace jk::codegen {
 namespace {
 
-bool digit(char c) { return c >= '0' && c <= '9'; }
+using lex::Token;
 
 class Scanner {
  public:
   Scanner(std::string_view text, SourceScan& out, bool file_scope)
-      : t_(text), out_(out), file_scope_(file_scope) {}
+      : t_(lex::without_splices(text, spliced_)), lex_(t_), out_(out), file_scope_(file_scope) {}
 
   void run() {
-    bool line_start = true;  // only whitespace so far on this line
-    while (i_ < t_.size()) {
-      char c = t_[i_];
-      if (c == '\n') {
-        line_start = true;
-        ++i_;
-      } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-        ++i_;
-      } else if (c == '/' && peek(1) == '/') {
-        skip_line_comment();
-      } else if (c == '/' && peek(1) == '*') {
-        skip_block_comment();
-      } else if (c == '#' && line_start) {
-        ++i_;
+    for (Token token = lex_.next(); token.kind != Token::Kind::End; token = lex_.next()) {
+      if (token.kind == Token::Kind::Identifier) {
+        identifier(token.text);
+      } else if (token.kind == Token::Kind::Directive) {
         directive();
-        line_start = false;
-      } else if (c == '"' || c == '\'') {
-        skip_quoted(c);
-        line_start = false;
-      } else if (digit(c) || (c == '.' && digit(peek(1)))) {
-        skip_number();
-        line_start = false;
-      } else if (is_ident_start(c)) {
-        identifier();
-        line_start = false;
       } else {
-        punctuation(c);
-        ++i_;
-        line_start = false;
+        punctuation(token.text[0]);
       }
     }
   }
 
  private:
-  char peek(std::size_t k) const { return i_ + k < t_.size() ? t_[i_ + k] : '\0'; }
-
-  void skip_line_comment() {
-    while (i_ < t_.size() && t_[i_] != '\n') {
-      // a backslash-newline continues a // comment onto the next line
-      if (t_[i_] == '\\' && peek(1) == '\n') ++i_;
-      ++i_;
-    }
-  }
-
-  void skip_block_comment() {
-    std::size_t end = t_.find("*/", i_ + 2);
-    i_ = end == std::string_view::npos ? t_.size() : end + 2;
-  }
-
-  void skip_quoted(char quote) {
-    ++i_;
-    while (i_ < t_.size() && t_[i_] != quote && t_[i_] != '\n') {
-      if (t_[i_] == '\\') ++i_;
-      ++i_;
-    }
-    if (i_ < t_.size() && t_[i_] == quote) ++i_;
-  }
-
-  // R"delim( ... )delim" (after the prefix identifier; i_ is at the quote).
-  void skip_raw_string() {
-    std::size_t open = t_.find('(', i_);
-    if (open == std::string_view::npos) {
-      i_ = t_.size();
-      return;
-    }
-    std::string closing = ")";
-    closing.append(t_.substr(i_ + 1, open - i_ - 1));
-    closing.push_back('"');
-    std::size_t end = t_.find(closing, open + 1);
-    i_ = end == std::string_view::npos ? t_.size() : end + closing.size();
-  }
-
-  // A preprocessing number: digits, letters, '.', digit separators, and
-  // exponent signs (1e-5f, 0x1p+3, 1'000'000ull).
-  void skip_number() {
-    while (i_ < t_.size()) {
-      char c = t_[i_];
-      char prev = i_ > 0 ? t_[i_ - 1] : '\0';
-      if (is_ident_char(c) || c == '.') {
-        ++i_;
-      } else if (c == '\'' && is_ident_char(peek(1))) {
-        i_ += 2;
-      } else if ((c == '+' || c == '-') &&
-                 (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P')) {
-        ++i_;
-      } else {
-        break;
-      }
-    }
-  }
-
-  std::string_view read_identifier() {
-    std::size_t start = i_;
-    while (i_ < t_.size() && is_ident_char(t_[i_])) ++i_;
-    return t_.substr(start, i_ - start);
-  }
-
-  void identifier() {
-    std::string_view word = read_identifier();
-    if (peek(0) == '"' && (word == "R" || word == "LR" || word == "uR" || word == "UR" ||
-                           word == "u8R")) {
-      skip_raw_string();
-      return;
-    }
+  void identifier(std::string_view word) {
     out_.identifiers.emplace(word);
-    std::size_t j = skip_spaces(i_);
+    std::size_t j = skip_spaces(lex_.position());
     note_declaration(word, j);
     if (j + 1 < t_.size() && t_[j] == ':' && t_[j + 1] == ':') {
       out_.qualifiers.emplace(word);
       j = skip_spaces(j + 2);
       std::size_t end = j;
-      while (end < t_.size() && is_ident_char(t_[end])) ++end;
-      bool ident = end > j && is_ident_start(t_[j]);
+      while (end < t_.size() && lex::is_ident_char(t_[end])) ++end;
+      bool ident = end > j && lex::is_ident_start(t_[j]);
       std::string pair(word);
       pair += "::";
       if (ident) pair.append(t_.substr(j, end - j));
@@ -198,39 +111,33 @@ class Scanner {
     return j;
   }
 
-  // After '#': records `#include <x>` / `#include "x"`; any other directive
-  // is scanned like ordinary code (its identifiers count, e.g. in #define).
+  // After a directive mark: records `#include <x>` / `#include "x"` (and
+  // #include_next); any other directive is scanned like ordinary code (its
+  // identifiers count, e.g. in #define).
   void directive() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
-    if (!is_ident_start(peek(0))) return;
-    std::size_t start = i_;
-    std::string_view word = read_identifier();
+    const std::string_view word = lex_.directive_name();
     if (word == "define") {
       defining_ = true;  // the macro's name is the next identifier
       return;
     }
-    if (word != "include") {
-      i_ = start;
+    if (word != "include" && word != "include_next") {
+      lex_.seek(lex_.position() - word.size());
       return;
     }
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
-    char open = peek(0);
-    if (open != '<' && open != '"') return;
-    char close = open == '<' ? '>' : '"';
-    std::size_t end = t_.find(close, i_ + 1);
-    std::size_t eol = t_.find('\n', i_);
-    if (end == std::string_view::npos || (eol != std::string_view::npos && end > eol)) return;
-    std::string target(t_.substr(i_ + 1, end - i_ - 1));
+    lex_.skip_hspace_and_comments();
+    const std::optional<lex::HeaderName> header = lex_.header_name();
+    if (!header) return;
+    std::string target(header->name);
     // The header name's words count as identifiers too (cooperative_groups).
     Scanner(target, out_, false).run();
     out_.includes.push_back(std::move(target));
-    i_ = end + 1;
   }
 
+  std::string spliced_;  // the text without line splices, where it had any
   std::string_view t_;
+  lex::Lexer lex_;
   SourceScan& out_;
   bool file_scope_;  // a header: its top level is file scope
-  std::size_t i_ = 0;
   int braces_ = 0;
   int parens_ = 0;
   bool defining_ = false;  // after `#define`
