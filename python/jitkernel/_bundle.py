@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from . import _core
 from ._errors import ArgumentError, ArgumentTypeError, BundleError
-from ._record import unique_keys
+from . import _strict_json
 
 MAGIC = b"\x89JKB\r\n\x1a\n"
 FORMAT = 1
@@ -219,8 +219,8 @@ def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
     if hashlib.sha256(head).digest() != f.read(_DIGEST):
         raise bad("manifest checksum mismatch (damaged or altered)")
     try:
-        manifest = json.loads(head[_HEADER.size:].decode("utf-8"), object_pairs_hook=unique_keys)
-    except (ValueError, RecursionError) as e:
+        manifest = _strict_json.loads(head[_HEADER.size:].decode("utf-8"))
+    except ValueError as e:  # JsonError, or bytes that are not UTF-8
         raise bad(f"manifest is not valid JSON ({e})") from None
     if not isinstance(manifest, dict) or set(manifest) != _MANIFEST_KEYS or manifest["format"] != FORMAT \
             or not isinstance(manifest["entries"], list) or not isinstance(manifest["jitkernel"], str):

@@ -16,7 +16,6 @@ import stat
 
 from . import _core, _strict_json
 from ._errors import ArgumentError, ArgumentTypeError, RecordError
-from ._strict_json import unique_keys  # noqa: F401 - bundle manifests' key check (_bundle.py) is imported from here
 
 FORMAT = 1
 MAX_LINE_BYTES = 64 << 20  # a kernel's source and header are in its line

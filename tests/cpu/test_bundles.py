@@ -476,3 +476,20 @@ def test_mutated_bundles_give_only_bundle_errors_and_write_all_or_nothing(tmp_pa
 def _write(path, data: bytes):
     path.write_bytes(data)
     return path
+
+
+def test_manifest_with_a_lone_surrogate_or_deep_nesting_is_a_bundle_error(tmp_path):
+    # The manifest is read by the one strict JSON loader of untrusted text (_strict_json): nesting bounded, every
+    # string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
+    import hashlib
+
+    from jitkernel import _bundle
+
+    for text in ('{"format": 1, "jitkernel": "\\ud800", "entries": []}', "[" * 100000 + "]" * 100000):
+        body = text.encode()
+        fixed = _bundle._HEADER.pack(_bundle.MAGIC, _bundle.FORMAT, len(body))
+        head = fixed + body
+        path = tmp_path / "bad.jkbundle"
+        path.write_bytes(head + hashlib.sha256(head).digest() + hashlib.sha256(b"").digest())
+        with pytest.raises(jk.BundleError, match="manifest is not valid JSON"):
+            jk.import_cache(str(path), into=str(tmp_path / "into"))
