@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 
@@ -131,3 +132,14 @@ def write_report(out, stem, res, md):
     with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write(md + "\n")
     return md
+
+
+def paired(a: dict, b: dict):
+    """Median, min, max and quartiles of a[r] / b[r] over the rounds r both measured (keys: round numbers), or
+    None when no round has both: the paired ratio the distributed benchmark's workers report."""
+    ratios = [a[r] / b[r] for r in sorted(set(a) & set(b)) if b[r] > 0]
+    if not ratios:
+        return None
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "q1": q[0], "q3": q[2],
+            "rounds": len(ratios)}

@@ -32,6 +32,7 @@ from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import _distributed_kernels as K  # noqa: E402
+from _bench_common import paired  # noqa: E402
 
 VARIANTS = ("jnp", "jitkernel")
 DTYPES = {"bf16": jnp.bfloat16, "fp32": jnp.float32}
@@ -147,15 +148,6 @@ def compare(a_loss, a_norms, b_loss, b_norms, tol):
         out["grad_rel_max"] = grad_rel
         out["ok"] = out["ok"] and grad_rel <= tol[1]
     return out
-
-
-def paired(a: dict, b: dict):
-    ratios = [a[r] / b[r] for r in sorted(set(a) & set(b)) if b[r] > 0]
-    if not ratios:
-        return None
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "q1": q[0], "q3": q[2],
-            "rounds": len(ratios)}
 
 
 def parse_args(argv):

@@ -34,6 +34,7 @@ import torch.nn.functional as F  # noqa: E402
 import torch._dynamo  # noqa: E402,F401  (its exception types; torch.compile imports it anyway)
 
 import _distributed_kernels as K  # noqa: E402
+from _bench_common import paired  # noqa: E402
 
 IMPLS = ("torch", "triton", "jitkernel")  # torch first: the reference of the checks, and least likely to fault
 WRAPPERS = ("ddp", "fsdp2")
@@ -208,16 +209,6 @@ def check(rows, keys, args):
                     "tolerance": [loss_tol, grad_tol]}
         row["check"] = out[key]
     return out
-
-
-def paired(a: dict, b: dict):
-    """Median, min, max and quartiles of a[r] / b[r] over the rounds r both measured."""
-    ratios = [a[r] / b[r] for r in sorted(set(a) & set(b)) if b[r] > 0]
-    if not ratios:
-        return None
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "q1": q[0], "q3": q[2],
-            "rounds": len(ratios)}
 
 
 def summarize(res, times):

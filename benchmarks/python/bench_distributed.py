@@ -148,13 +148,7 @@ def torch_part(n, args, env, deadline, parts_after, jax_after, log, tmp):
            "--deadline", f"{time.time() + limit - 15:.0f}"]
     if args.cpu:
         cmd += ["--device", "cpu"]
-    rc, seconds, tail = run_part(cmd, env, limit, log, f"[torch {n}] ")
-    data = read_json(path) or {}
-    data["exit"] = rc
-    data["seconds"] = seconds
-    if rc != 0:
-        data["failure"] = failure_reason(rc, tail)
-    return data
+    return collect(path, *run_part(cmd, env, limit, log, f"[torch {n}] "))
 
 
 def jax_part(meshes, args, env, deadline, log, tmp):
@@ -164,7 +158,11 @@ def jax_part(meshes, args, env, deadline, log, tmp):
     path = os.path.join(tmp, "jax.json")
     cmd = [sys.executable, JAX_WORKER, "--json", path, "--meshes", ",".join(map(str, meshes)),
            *common_args(args), "--deadline", f"{time.time() + limit - 10:.0f}"]
-    rc, seconds, tail = run_part(cmd, env, limit, log, "[jax] ")
+    return collect(path, *run_part(cmd, env, limit, log, "[jax] "))
+
+
+def collect(path, rc, seconds, tail) -> dict:
+    """A part's JSON (what its worker wrote, even when cut short) with how the part ended."""
     data = read_json(path) or {}
     data["exit"] = rc
     data["seconds"] = seconds
