@@ -33,7 +33,7 @@
 #include "jitkernel/cuda/launch/launch.hpp"
 #include "jitkernel/cuda/nvrtc/compile.hpp"
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
-#include "jitkernel/engine/call_record.hpp"
+#include "jitkernel/engine/record_file.hpp"
 #include "jitkernel/engine/kernel.hpp"
 
 namespace jk::py {

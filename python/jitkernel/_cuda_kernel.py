@@ -89,7 +89,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         self.shared_memory = shared_memory
         self.compile_options = _copy_options(compile_options)
         self._vjp = None
-        _kernel_record.kernel_spec(self)  # sets self._spec, read by traced calls
+        _kernel_record.kernel_text(self)  # sets self._spec, read by traced calls
 
     def __reduce__(self):
         """Pickles as the factory's arguments and the backward (which pickles by reference): unpickling makes the
@@ -110,7 +110,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
                                                 f"cotangents, got {type(backward).__name__}")
         self._vjp = backward
         self._has_vjp = True
-        _kernel_record.kernel_spec(self)
+        _kernel_record.kernel_text(self)
         return backward
 
     def _call_general(self, *call):

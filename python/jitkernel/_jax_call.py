@@ -3,9 +3,9 @@
 ``call(kernel, traced)`` puts the call into the JAX program being traced (``jax.jit``, ``shard_map``, ``vmap``,
 ``jax.grad``) as ``jax.ffi.ffi_call`` of one target registered for CUDA (cpp/jitkernel/xla/ffi_handler.hpp).
 Everything the handler needs to rebuild the kernel in another process (a program served from JAX's persistent
-compilation cache) travels in the custom call's attributes: ``jk_call`` (the kernel spec, the inputs' dtypes and
-shapes, scalar values, template arguments, geometry, init_value; cpp/jitkernel/xla/call_description.hpp) and
-``jk_key``, its 64-bit key. While tracing, the kernel is generated, compiled and loaded on the local GPUs, so
+compilation cache) travels in the custom call's attributes: ``jk_call``, the serialised call record (the kernel with
+its compile options, the inputs' dtypes and shapes, scalar values, template arguments, geometry, init_value; the
+one format of cpp/jitkernel/engine/call_record.hpp) and ``jk_key``, its 64-bit key. While tracing, the kernel is generated, compiled and loaded on the local GPUs, so
 codegen and compile errors are raised here with jitkernel's types and XLA's stages only look it up.
 
 - Array inputs are the custom call's operands; Python/NumPy scalars are static (part of the attributes).
@@ -180,38 +180,36 @@ def _local_cuda_devices() -> list:
 
 
 def _plan(kernel, call) -> _Plan:
-    if getattr(kernel, "compile_options", None):
-        raise ArgumentError("compile_options", "calls traced by JAX do not carry compile options yet; call a "
-                                               "kernel made without compile_options under jax.jit")
     import jax
     import jax.numpy as jnp
 
     arrays, positions, described = [], [], []
     for i, x in enumerate(call.inputs):
         if _is_scalar(x):
-            described.append(("s", x))
+            described.append(("scalar", x))
         else:
             positions.append(i)
             arrays.append(x)
-            described.append(("a", x.dtype, tuple(x.shape)))
+            described.append(("array", x.dtype, tuple(x.shape)))
     shapes, dtypes = _output_meta(call)
     aliases, extra = _aliases(call, arrays)
-    text, key = _core.xla_encode(
-        kernel.name, list(call.input_names), list(call.output_names), kernel.source_text, kernel.header,
-        kernel.ensure_row_contiguous, kernel.shared_memory, described, shapes, dtypes, call.template,
-        call.grid, call.threadgroup, call.init_value, len(extra))
+    call_text = _core.encode_call(list(call.input_names), list(call.output_names), described,
+                                  list(zip(dtypes, shapes)), call.template, call.grid, call.threadgroup,
+                                  call.init_value, False, False, len(extra), True)
+    text = _core.encode_record(kernel._spec, call_text)
+    key = _core.xla_call_key(text)
     _core.xla_prepare(text, key, _local_cuda_devices())
     if call.verbose:
         _print_source(kernel, call, described, dtypes)
     avals = [jax.ShapeDtypeStruct(s, jnp.dtype(d.name)) for s, d in zip(shapes, dtypes)]
-    return _Plan(arrays + extra, positions, aliases, avals, text.decode("utf-8"), key)
+    return _Plan(arrays + extra, positions, aliases, avals, text, key)
 
 
 def _print_source(kernel, call, described, dtypes) -> None:
     """verbose=True: the generated source, from zero-stride stand-ins of the traced shapes (no memory)."""
     stand_ins = []
     for item in described:
-        if item[0] == "s":
+        if item[0] == "scalar":
             stand_ins.append(item[1])
         else:
             zero = np.zeros((), dtype=item[1])

@@ -135,7 +135,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     for value in c.inputs:
         if isinstance(value, torch.Tensor):
             arrays.append(value)
-            entries.append(("array",))
+            entries.append(("array", value.dtype, value.dim()))  # static while tracing, as the source needs
         else:
             entries.append(_scalar_entry(value, ints, floats))
     template_values = tuple((name, _constant(v)) for name, v in c.template) if c.template else ()
@@ -178,18 +178,23 @@ def _refuse_dtensors(kernel, c) -> None:
 # Running a recorded call.
 
 class _Plan:
-    """One (kernel, call) pair of strings, decoded once: the engine and how to rebuild the call's arguments."""
+    """One (kernel, call) pair of strings, decoded once: the engine and how to rebuild the call's arguments. The
+    op's ``ints`` are the call's unfixed extents (grid, threadgroup, output shapes, in order), then its unfixed
+    non-float scalars; ``floats`` its unfixed float scalars."""
 
     def __init__(self, spec: str, record: str):
         kernel = _kernel_record.kernel_for(spec)
         self.kernel = kernel
         self.record = r = _kernel_record.decode(record)
+        if r.grid is None or r.threadgroup is None or any(shape is None for _, shape in r.outputs):
+            raise ArgumentError("call", "a call the torch op runs has a grid, a threadgroup and output ranks")
         self.engine = kernel._impl_for(r.input_names, r.output_names)
-        self.n_shape = sum(r.output_ranks)
-        valued = [e for e in r.inputs if e[0] != "array" and e[2] is None]
-        self.counts = (sum(e[0] == "array" for e in r.inputs),
-                       6 + self.n_shape + sum(e[1] != "float" for e in valued),
-                       sum(e[1] == "float" for e in valued))
+        self.sizes = list(r.grid) + list(r.threadgroup) + [d for _, shape in r.outputs for d in shape]
+        self.n_slots = sum(v is None for v in self.sizes)
+        self.all_slots = self.n_slots == len(self.sizes)
+        unfixed = [e for e in r.inputs if e[0] == "scalar" and e[2] is None]
+        floats = sum(_is_float(e[1]) for e in unfixed)
+        self.counts = (sum(e[0] == "array" for e in r.inputs), self.n_slots + len(unfixed) - floats, floats)
 
     def check(self, arrays, ints, floats) -> None:
         """The op's lists hold what the record describes (a loaded program or a caller may pass any lists)."""
@@ -199,7 +204,7 @@ class _Plan:
                                             f"{len(values)}")
 
     def inputs(self, arrays, ints, floats) -> list:
-        it_arrays, it_ints, it_floats = iter(arrays), iter(ints[6 + self.n_shape:]), iter(floats)
+        it_arrays, it_ints, it_floats = iter(arrays), iter(ints[self.n_slots:]), iter(floats)
         out = []
         for entry in self.record.inputs:
             if entry[0] == "array":
@@ -207,14 +212,21 @@ class _Plan:
             elif entry[2] is not None:
                 out.append(entry[2])
             else:
-                out.append(next(it_floats) if entry[1] == "float" else next(it_ints))
+                out.append(next(it_floats) if _is_float(entry[1]) else next(it_ints))
         return out
 
+    def geometry(self, ints) -> list:
+        """grid, threadgroup and output extents, the unfixed ones from ``ints``."""
+        if self.all_slots:
+            return ints[:self.n_slots]
+        it = iter(ints)
+        return [next(it) if v is None else v for v in self.sizes]
+
     def shapes(self, ints) -> list:
-        shapes, at = [], 6
-        for rank in self.record.output_ranks:
-            shapes.append(tuple(ints[at:at + rank]))
-            at += rank
+        sizes, shapes, at = self.geometry(ints), [], 6
+        for _, shape in self.record.outputs:
+            shapes.append(tuple(sizes[at:at + len(shape)]))
+            at += len(shape)
         return shapes
 
     def run(self, arrays, ints, floats, outputs):
@@ -223,8 +235,13 @@ class _Plan:
         tensor = _torch().Tensor  # a subclass without __torch_dispatch__ arrives as itself: read its memory
         plain = [a if type(a) is tensor else a.as_subclass(tensor) for a in arrays]
         shapes, dtypes = (None, None) if outputs is not None else (self.shapes(ints), list(r.output_dtypes))
-        return self.engine._call(self.inputs(plain, ints, floats), shapes, dtypes, tuple(ints[0:3]),
-                                 tuple(ints[3:6]), list(r.template) or None, r.init_value, None, outputs, r.verbose)
+        sizes = self.geometry(ints)
+        return self.engine._call(self.inputs(plain, ints, floats), shapes, dtypes, tuple(sizes[0:3]),
+                                 tuple(sizes[3:6]), list(r.template) or None, r.init_value, None, outputs, r.verbose)
+
+
+def _is_float(dtype) -> bool:
+    return dtype.name.startswith(("float", "bfloat"))
 
 
 def _torch():

@@ -228,10 +228,13 @@ class XlaFuzz:
     NO_DEVICE = "stand-in XLA: no device"  # what a stage that resolved its call ends in (the hook has no GPU)
 
     def __init__(self):
-        self.text, self.key = jk._core.xla_encode(
-            "fuzz_xla", ["a", "n"], ["o"], "o[0] = a[0] * n[0];", "", True, 0,
-            [("a", jk.float32, (4, 2)), ("n", 3)], [(4, 2)], [jk.float32], [("T", jk.float32), ("B", True)],
-            (8, 1, 1), (8, 1, 1), 0.5, 0)
+        core = jk._core
+        kernel = core.encode_kernel("fuzz_xla", ["a", "n"], ["o"], "o[0] = a[0] * n[0];", "", True, 0, None, None)
+        call = core.encode_call(["a", "n"], ["o"], [("array", jk.float32, (4, 2)), ("scalar", 3)],
+                                [(jk.float32, (4, 2))], [("T", jk.float32), ("B", True)], (8, 1, 1), (8, 1, 1), 0.5,
+                                False, False, 0, True)
+        text = core.encode_record(kernel, call)
+        self.text, self.key = text.encode(), core.xla_call_key(text)
         if jk._core._xla_run_stage(self.text, self.key, "instantiate") is not None:
             raise HarnessError("the fuzz target's own call text was refused")
 

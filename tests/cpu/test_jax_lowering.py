@@ -1,7 +1,8 @@
 """jitkernel kernels inside JAX programs, without a GPU: lowering for CUDA on a CPU-only jax shows our FFI custom
 call with attributes that rebuild the call; the CPU platform is refused with a jitkernel error naming it; vmap,
-outputs= aliasing and gradients lower as documented; the attribute parser and the handler's C ABI answer malformed
-input with typed errors (driven through test hooks, no XLA)."""
+outputs= aliasing and gradients lower as documented; the attribute (a serialised call record, the format every front
+shares) carries compile options and decodes in the core, and the handler's C ABI answers malformed input with typed
+errors (driven through test hooks, no XLA)."""
 from __future__ import annotations
 
 import hashlib
@@ -59,14 +60,14 @@ def test_lowering_for_cuda_has_our_custom_call_with_rebuildable_attributes():
     hlo = cuda_text(scale_exp, X)
     assert f"stablehlo.custom_call @{_jax_call.TARGET}(" in hlo
     text = attribute_text(hlo)
-    parsed = _core._xla_parse(text)
-    assert parsed["name"] == "scale_exp" and parsed["source"] == SCALE.source_text
-    assert parsed["input_names"] == ["inp", "s"] and parsed["output_names"] == ["out"]
-    assert parsed["inputs"] == [("a", "float32", [4, 8]), ("s", "float32", struct.pack("<f", 2.0))]
-    assert parsed["outputs"] == [("float32", [4, 8])]
-    assert parsed["template"] == [("T", "float32")]
-    assert parsed["grid"] == (32, 1, 1) and parsed["threadgroup"] == (256, 1, 1)
-    assert parsed["init_value"] is None and parsed["extra_operands"] == 0
+    kernel, call = _core.decode_record(text, "jk_call")
+    assert kernel["name"] == "scale_exp" and kernel["source"] == SCALE.source_text
+    assert call["input_names"] == ("inp", "s") and call["output_names"] == ("out",)
+    assert call["inputs"] == (("array", jk.float32, (4, 8)), ("scalar", jk.float32, struct.pack("<f", 2.0)))
+    assert call["outputs"] == ((jk.float32, (4, 8)),)
+    assert call["template"] == (("T", jk.float32),)
+    assert call["grid"] == (32, 1, 1) and call["threadgroup"] == (256, 1, 1)
+    assert call["init_value"] is None and call["extra_operands"] == 0
     key = int(re.search(r"jk_key = (-?\d+) : i64", hlo).group(1))
     assert key % 2**64 == key_of(text)
 
@@ -102,7 +103,7 @@ def test_outputs_aliasing_an_input_and_an_extra_operand():
     hlo = cuda_text(lambda x: scale_exp(x, outputs=[x]), X)
     assert "output_operand_aliases" in hlo and "operand_index = 0" in hlo
     hlo = cuda_text(lambda x, y: scale_exp(x, outputs=[y]), X, X + 1)
-    assert "operand_index = 1" in hlo and _core._xla_parse(attribute_text(hlo))["extra_operands"] == 1
+    assert "operand_index = 1" in hlo and _core.decode_record(attribute_text(hlo), "jk_call")[1]["extra_operands"] == 1
     with pytest.raises(jk.ArgumentError, match="outputs"):
         two = jk.cuda_kernel(name="two", input_names=["a"], output_names=["p", "q"], source="")
         cuda_text(lambda x: two(inputs=[x], outputs=[x, x], grid=(1, 1, 1), threadgroup=(1, 1, 1)), X)
@@ -142,46 +143,59 @@ def test_grad_with_a_backward_lowers_forward_and_backward_kernels():
 
 
 def valid_text() -> bytes:
-    text, key = _core.xla_encode("k", ["a", "n"], ["o"], "o[0] = a[0];", "", True, 0,
-                                 [("a", jk.float32, (4,)), ("s", 3)], [(4,)], [jk.float32],
-                                 [("T", jk.float32), ("N", 2), ("B", True)], (4, 1, 1), (4, 1, 1), 0.5, 0)
-    assert key == key_of(text)
-    return text
+    kernel = _core.encode_kernel("k", ["a", "n"], ["o"], "o[0] = a[0];", "", True, 0, None, None)
+    call = _core.encode_call(["a", "n"], ["o"], [("array", jk.float32, (4,)), ("scalar", 3)], [(jk.float32, (4,))],
+                             [("T", jk.float32), ("N", 2), ("B", True)], (4, 1, 1), (4, 1, 1), 0.5, False, False,
+                             0, True)
+    return _core.encode_record(kernel, call).encode()
 
 
-def test_encode_parse_round_trip():
-    parsed = _core._xla_parse(valid_text())
-    assert parsed["template"] == [("T", "float32"), ("N", 2), ("B", True)]
-    assert parsed["init_value"] == 0.5 and parsed["inputs"][1] == ("s", "int32", struct.pack("<i", 3))
+def test_encode_decode_round_trip():
+    kernel, call = _core.decode_record(valid_text(), "jk_call")
+    assert call["template"] == (("T", jk.float32), ("N", 2), ("B", True))
+    assert call["init_value"] == 0.5 and call["inputs"][1] == ("scalar", jk.int32, struct.pack("<i", 3))
+    assert kernel["compile_options"] == {} and kernel["backward"] is None
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda t: t[:-4], "ends early|runs past the end"),
-    (lambda t: t.replace(b"jitkernel.xla.1", b"jitkernel.xla.9"), "version"),
-    (lambda t: t + b"1:x", "unexpected bytes after the last field"),
-    (lambda t: t.replace(b"7:float32", b"7:float99", 1), "unknown dtype 'float99'"),
-    (lambda t: b"9999999999:" + t, "more than 9 digits"),
-    (lambda t: b"x" + t, "expected '<length>:'"),
-    (lambda t: t.replace(b"1:a7:float32", b"1:z7:float32", 1), "expected 'a' \\(array\\) or 's'"),
-    (lambda t: t.replace(b"1:s5:int3216:0000000000000003", b"1:s5:int3216:000000000000000g"), "hex"),
+    (lambda t: t[:-4], "the text ends|expected"),
+    (lambda t: t.replace(b'"jitkernel_record":2', b'"jitkernel_record":9'), "format 9 is not the one"),
+    (lambda t: t + b"1", "unexpected bytes after the value"),
+    (lambda t: t.replace(b'"float32"', b'"float99"', 1), 'unknown dtype "float99"'),
+    (lambda t: b"[" * 40 + t, "nested deeper than 32"),
+    (lambda t: b"x" + t, "expected a JSON value"),
+    (lambda t: t.replace(b'["array",', b'["arrey",', 1), 'expected \\["array"'),
+    (lambda t: t.replace(b'"0300000000000000"', b'"030000000000000g"'), "16 hex digits"),
+    (lambda t: t.replace(b'"0300000000000000"', b'"0300000001000000"'), "past the dtype's size"),
+    (lambda t: t.replace(b',"verbose":false', b',"verbose":false,"verbose":true'), 'duplicate key "verbose"'),
+    (lambda t: t.replace(b'"source":"o[0] = a[0];"', b'"source":"\xff"'), "invalid UTF-8"),
+    (lambda t: t.replace(b'"N",', b'"N" ,'), "not in the form jitkernel writes"),
 ])
 def test_malformed_attribute_text_is_a_typed_error(mutate, message):
     with pytest.raises(jk.ArgumentError, match=message) as info:
-        _core._xla_parse(mutate(valid_text()))
+        _core.decode_record(mutate(valid_text()), "jk_call")
     assert info.value.argument == "jk_call"
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_random_corruption_never_crashes_the_parser(data):
+def test_random_corruption_never_crashes_the_decoder(data):
     text = bytearray(valid_text())
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(text) - 1))
         text[i] = data.draw(st.integers(0, 255))
     try:
-        _core._xla_parse(bytes(text))
+        _core.decode_record(bytes(text), "jk_call")
     except jk.ArgumentError as e:
         assert e.argument == "jk_call"
+
+
+def test_compile_options_travel_in_the_attribute():
+    kernel = jk.cuda_kernel(name="fast_exp", input_names=["inp", "s"], output_names=["out"],
+                            source=SCALE.source_text, compile_options={"math_mode": "fast", "defines": {"K": 2}})
+    hlo = cuda_text(lambda x: scale_exp(x, kernel=kernel), X)
+    decoded, _ = _core.decode_record(attribute_text(hlo), "jk_call")
+    assert decoded["compile_options"] == {"math_mode": "fast", "defines": {"K": "2"}}
 
 
 def test_handler_metadata_declares_version_and_command_buffer_trait():
@@ -192,11 +206,12 @@ def test_handler_instantiate_stage_answers_with_ffi_errors():
     text = valid_text()
     assert _core._xla_run_stage(text, key_of(text)) is None
     assert "jk_key: does not match" in _core._xla_run_stage(text, key_of(text) ^ 1)
-    broken = text.replace(b"7:float32", b"7:float99", 1)
-    assert "unknown dtype 'float99'" in _core._xla_run_stage(broken, key_of(broken))
+    broken = text.replace(b'"float32"', b'"float99"', 1)
+    assert 'unknown dtype "float99"' in _core._xla_run_stage(broken, key_of(broken))
     assert "FFI API is version 1.3" in _core._xla_run_stage(text, key_of(text), api_major=1)
     assert "call frame" in _core._xla_run_stage(text, key_of(text), frame_size=40)
-    names = text.replace(b"1:a1:n", b"1:a1:a", 1)  # a duplicate input name: the spec check runs
+    names = text.replace(b'"input_names":["a","n"]', b'"input_names":["a","a"]')  # the spec check runs
+    assert names != text
     assert "jitkernel: instantiate stage" in _core._xla_run_stage(names, key_of(names))
 
 
@@ -211,6 +226,6 @@ def test_bfloat16_and_init_value_lowering():
     k = jk.cuda_kernel(name="fill_bf16", input_names=["a"], output_names=["o"], source="o[0] = a[0];")
     f = lambda x: k(inputs=[x], output_shapes=[x.shape], output_dtypes=[jk.bfloat16], grid=(1, 1, 1),
                     threadgroup=(1, 1, 1), init_value=1.5)[0]
-    parsed = _core._xla_parse(attribute_text(cuda_text(f, x)))
-    assert parsed["inputs"] == [("a", "bfloat16", [8])] and parsed["init_value"] == 1.5
+    _, call = _core.decode_record(attribute_text(cuda_text(f, x)), "jk_call")
+    assert call["inputs"] == (("array", jk.bfloat16, (8,)),) and call["init_value"] == 1.5
     assert np.dtype(jax.eval_shape(f, x).dtype) == np.dtype(jnp.bfloat16)

@@ -137,7 +137,7 @@ def test_a_recorded_run_replays_to_the_same_entries(calls_module, mock_driver, t
     assert run.returncode == 0, run.stderr
     lines = record.read_text().splitlines()
     assert len(lines) == 3, lines  # one per distinct signature, not per call
-    assert all(json.loads(line)["jitkernel_record"] == 1 for line in lines)
+    assert all(json.loads(line)["jitkernel_record"] == 2 for line in lines)
     ran = entries(tmp_path / "cache")  # what the run compiled for its device (sm_90a)
     rebuilt = tmp_path / "rebuilt"
     # In the run's working folder: NVRTC writes it into the cubin's line info (-lineinfo), not into the key.
@@ -229,6 +229,11 @@ GOOD = json.loads(_core._call_record_line(
     [np.zeros(2, np.float32)], [jk.float32], [("N", 4)]))
 
 
+def dump(line) -> str:
+    """A line as the core writes it (keys in their order, no spaces), so only a changed field is wrong."""
+    return json.dumps(line, separators=(",", ":"))
+
+
 def variant(**changes) -> str:
     line = json.loads(json.dumps(GOOD))
     for path, value in changes.items():
@@ -237,38 +242,37 @@ def variant(**changes) -> str:
         for p in parents:
             where = where[p]
         where[last] = value
-    return json.dumps(line)
+    return dump(line)
 
 
 HOSTILE = {
-    "not JSON": "{'jitkernel_record': 1}",
-    "nested too deeply": "[" * 100000 + "]" * 100000,
-    "repeats a key": json.dumps(GOOD)[:-1] + ', "backend": "cuda"}',
-    "format 2": variant(jitkernel_record=2),
-    "format True": variant(jitkernel_record=True),
-    "only 'cuda'": variant(backend="metal"),
-    "expected a JSON object": json.dumps([GOOD]),
-    "with the keys": variant(extra=1),
-    "kernel.shared_memory": variant(kernel__shared_memory=False),
-    "unknown dtype": variant(output_dtypes=["float128"]),
-    "out of range": variant(inputs=[["array", "float32", 10 ** 9]]),
-    "['array', dtype, ndim]": variant(inputs=[["file", "/etc/passwd"]]),
-    "1 given for 2": variant(kernel__input_names=["a", "c"]),
-    "is not valid": json.dumps(GOOD).replace('"shared_memory": 0', '"shared_memory": NaN'),
-    "not a valid call": variant(kernel__name="__import__('os').system('x')"),
-    "compile_options": variant(kernel__compile_options={"exec": "rm -rf /"}),
-    "does not describe": variant(kernel__compile_options={"defines": {"X": 1}}),  # jitkernel writes "1"
-    "template[0]": variant(template=[["N", "int", 1.5]]),
-    # JSON's escapes can spell a lone surrogate, which is no UTF-8 text (nanobind's bare TypeError before)
-    "kernel.name: not valid Unicode": variant(kernel__name="k\ud800"),
-    "kernel.input_names[0]: not valid Unicode": variant(kernel__input_names=["\udc00"]),
+    "expected a string key at byte 1": "{'jitkernel_record': 2}",
+    "nested deeper than 32 levels": "[" * 100000 + "]" * 100000,
+    'duplicate key "call"': dump(GOOD)[:-1] + ',"call":{}}',
+    "format 1 is not the one": variant(jitkernel_record=1),
+    "format ? is not the one": variant(jitkernel_record=True),
+    'only "cuda" kernels': variant(kernel__backend="metal"),
+    "jitkernel_record: missing": dump([GOOD]),
+    'unknown field "extra"': variant(extra=1),
+    "shared_memory: expected an int, got a bool": variant(kernel__shared_memory=False),
+    'unknown dtype "float128"': variant(call__outputs=[["float128", None]]),
+    "more than 64 dimensions": variant(call__inputs=[["array", "float32", [None] * 65]]),
+    'expected ["array"': variant(call__inputs=[["file", "/etc/passwd", None]]),
+    "1 inputs for 2 input names": variant(call__input_names=["a", "c"]),
+    "expected a JSON value at": dump(GOOD).replace('"shared_memory":0', '"shared_memory":NaN'),
+    "not a valid call record": variant(kernel__name="__import__('os').system('x')", call__input_names=["a"]),
+    'unknown option "exec"': variant(kernel__compile_options={"exec": "rm -rf /"}),
+    "not in the form jitkernel writes": variant(kernel__compile_options={"line_info": True}),  # a default written
+    "template[0].value: expected an int, got a number": variant(call__template=[["N", "int", 1.5]]),
+    # JSON's escapes can spell a lone surrogate, which is no UTF-8 text
+    "a lone surrogate": variant(kernel__name="k\ud800"),
 }
 
 
 @pytest.mark.parametrize("why", sorted(HOSTILE))
 def test_hostile_record_lines_are_refused_before_any_compile(tmp_path, why):
     record = tmp_path / "record.jsonl"
-    record.write_text(json.dumps(GOOD) + "\n\n" + HOSTILE[why] + "\n")
+    record.write_text(dump(GOOD) + "\n\n" + HOSTILE[why] + "\n")
     before = jk.cache_info()
     with pytest.raises(jk.RecordError, match="line 3: .*" + re.escape(why)) as e:
         jk.precompile(str(record), ["sm_80"])
@@ -279,11 +283,11 @@ def test_hostile_record_lines_are_refused_before_any_compile(tmp_path, why):
 
 def test_record_lines_that_are_not_text_or_too_long(tmp_path, monkeypatch):
     record = tmp_path / "record.jsonl"
-    record.write_bytes(json.dumps(GOOD).encode() + b"\n\xff\xfe\n")
+    record.write_bytes(dump(GOOD).encode() + b"\n\xff\xfe\n")
     with pytest.raises(jk.RecordError, match="line 2: not UTF-8"):
         jk.precompile(str(record), ["sm_80"])
     monkeypatch.setattr(_record, "MAX_LINE_BYTES", 100)
-    record.write_text(json.dumps(GOOD) + "\n")
+    record.write_text(dump(GOOD) + "\n")
     with pytest.raises(jk.RecordError, match="line 1: longer than 100 bytes"):
         jk.precompile(str(record), ["sm_80"])
     with pytest.raises(jk.RecordError, match="cannot be read"):

@@ -1,208 +1,239 @@
-// The call record (call_record.hpp): the JSON line of a (spec, signature),
-// and the append to JITKERNEL_RECORD's file, once per line and process.
+// The serialised call (call_record.hpp): the canonical writer, and the
+// reader that checks every field and then that the text is the one the
+// writer makes of what it read.
 #include "jitkernel/engine/call_record.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <set>
 
-#include "jitkernel/cache/disk_cache.hpp"
-#include "jitkernel/cache/file_io.hpp"
-#include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/json.hpp"
 
 namespace jk {
 namespace {
 
-// The version of the line format; precompile refuses lines of another.
-constexpr int kRecordFormat = 1;
+using json::Value;
+using Kind = json::Value::Kind;
 
-void append_string(std::string& out, const std::string& s) {
+
+// ---- writing -------------------------------------------------------------------------------------------------
+
+void key(std::string& out, const char* name, bool first = false) {
+  if (!first) out += ',';
   out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += c;  // UTF-8 passes through
-    }
-  }
-  out += '"';
+  out += name;
+  out += "\":";
 }
 
-void append_strings(std::string& out, const std::vector<std::string>& items) {
+void put_strings(std::string& out, const std::vector<std::string>& items) {
   out += '[';
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i) out += ',';
-    append_string(out, items[i]);
+    json::append_string(out, items[i]);
   }
   out += ']';
 }
 
-// compile_options as the dict cuda_kernel takes, with the keys that differ
-// from the defaults only (so a record of a kernel made without options reads
-// {}); define values are strings (an int define was written as its text).
-void append_options(std::string& out, const CudaCompileOptions& o) {
+void put_bool(std::string& out, bool b) { out += b ? "true" : "false"; }
+
+// Exact values (scalars, init_value) travel as the 16 hex digits of their 8 little-endian bytes.
+void put_bits(std::string& out, const unsigned char (&bytes)[8]) {
+  static const char digits[] = "0123456789abcdef";
+  out += '"';
+  for (unsigned char b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 0xF];
+  }
+  out += '"';
+}
+
+void put_extent(std::string& out, std::int64_t v) { out += v == kUnfixed ? "null" : std::to_string(v); }
+
+void put_shape(std::string& out, const std::optional<std::vector<std::int64_t>>& shape) {
+  if (!shape) {
+    out += "null";
+    return;
+  }
+  out += '[';
+  for (std::size_t d = 0; d < shape->size(); ++d) {
+    if (d) out += ',';
+    put_extent(out, (*shape)[d]);
+  }
+  out += ']';
+}
+
+void put_dims(std::string& out, const std::optional<Dim3>& d) {
+  if (!d) {
+    out += "null";
+    return;
+  }
+  out += '[';
+  put_extent(out, d->x);
+  out += ',';
+  put_extent(out, d->y);
+  out += ',';
+  put_extent(out, d->z);
+  out += ']';
+}
+
+// compile_options as the dict cuda_kernel takes, keys that differ from the defaults only.
+void put_options(std::string& out, const CudaCompileOptions& o) {
   out += '{';
   bool first = true;
-  auto key = [&](const char* name) {
-    out += first ? "\"" : ",\"";
-    out += name;
-    out += "\":";
+  auto field = [&](const char* name) {
+    key(out, name, first);
     first = false;
   };
-  if (o.fast_math) key("math_mode"), out += "\"fast\"";
-  if (!o.line_info) key("line_info"), out += "false";
-  if (o.debug) key("debug"), out += "true";
+  if (o.fast_math) field("math_mode"), out += "\"fast\"";
+  if (!o.line_info) field("line_info"), out += "false";
+  if (o.debug) field("debug"), out += "true";
   if (!o.defines.empty()) {
-    key("defines");
+    field("defines");
     out += '{';
     for (std::size_t i = 0; i < o.defines.size(); ++i) {
       if (i) out += ',';
-      append_string(out, o.defines[i].first);
+      json::append_string(out, o.defines[i].first);
       out += ':';
-      if (o.defines[i].second) append_string(out, *o.defines[i].second);
+      if (o.defines[i].second) json::append_string(out, *o.defines[i].second);
       else out += "null";
     }
     out += '}';
   }
-  if (o.std != "c++17") key("std"), append_string(out, o.std);
-  if (o.max_registers > 0) key("max_registers"), out += std::to_string(o.max_registers);
-  if (!o.include_dirs.empty()) key("include_dirs"), append_strings(out, o.include_dirs);
-  if (!o.extra_flags.empty()) key("extra_flags"), append_strings(out, o.extra_flags);
+  if (o.std != "c++17") field("std"), json::append_string(out, o.std);
+  if (o.max_registers > 0) field("max_registers"), out += std::to_string(o.max_registers);
+  if (!o.include_dirs.empty()) field("include_dirs"), put_strings(out, o.include_dirs);
+  if (!o.extra_flags.empty()) field("extra_flags"), put_strings(out, o.extra_flags);
   out += '}';
 }
 
-void append_signature(std::string& out, const CallSignature& signature) {
-  out += "\"inputs\":[";
-  for (std::size_t i = 0; i < signature.inputs.size(); ++i) {
-    const InputSignature& in = signature.inputs[i];
-    out += i ? ",[" : "[";
-    out += in.is_scalar ? "\"scalar\"," : "\"array\",";
-    append_string(out, dtype_name(in.dtype));
-    if (!in.is_scalar) out += "," + std::to_string(in.ndim);
-    out += ']';
-  }
-  out += "],\"output_dtypes\":[";
-  for (std::size_t i = 0; i < signature.output_dtypes.size(); ++i) {
-    if (i) out += ',';
-    append_string(out, dtype_name(signature.output_dtypes[i]));
-  }
-  out += "],\"template\":[";
-  for (std::size_t i = 0; i < signature.template_args.size(); ++i) {
-    const TemplateArg& t = signature.template_args[i];
-    out += i ? ",[" : "[";
-    append_string(out, t.name);
-    switch (t.kind) {
-      case TemplateArg::Kind::Int: out += ",\"int\"," + std::to_string(t.int_value); break;
-      case TemplateArg::Kind::Bool: out += t.int_value ? ",\"bool\",true" : ",\"bool\",false"; break;
-      case TemplateArg::Kind::DType: out += ",\"dtype\","; append_string(out, dtype_name(t.dtype)); break;
-    }
-    out += ']';
+void put_input(std::string& out, const RecordedInput& in) {
+  out += in.is_scalar ? "[\"scalar\"," : "[\"array\",";
+  if (in.dtype) json::append_string(out, dtype_name(*in.dtype));
+  else out += "null";
+  out += ',';
+  if (!in.is_scalar) put_shape(out, in.shape);
+  else if (in.value) put_bits(out, in.value->bytes);
+  else out += "null";
+  out += ']';
+}
+
+void put_template(std::string& out, const TemplateArg& t) {
+  out += '[';
+  json::append_string(out, t.name);
+  switch (t.kind) {
+    case TemplateArg::Kind::Int: out += ",\"int\"," + std::to_string(t.int_value); break;
+    case TemplateArg::Kind::Bool: out += t.int_value ? ",\"bool\",true" : ",\"bool\",false"; break;
+    case TemplateArg::Kind::DType:
+      out += ",\"dtype\",";
+      json::append_string(out, dtype_name(t.dtype));
+      break;
   }
   out += ']';
 }
 
-struct Recorder {
-  std::mutex mutex;
-  bool configured = false;  // JITKERNEL_RECORD read (or a path set)
-  std::string path;         // "" : not recording
-  std::set<cache::Digest> written;
-};
-
-Recorder& recorder() {
-  static auto* r = new Recorder();  // never destroyed: a kernel may compile during exit
-  return *r;
-}
-
-// Appends `line` + newline with one write on an O_APPEND descriptor: appends
-// of several processes land whole, one after another (on a local
-// filesystem; see docs/precompile.md for NFS). Returns "" or what went
-// wrong. Opened without blocking (a FIFO would otherwise wait for a reader
-// for ever) and refused unless it is a regular file.
-std::string append_line(const std::string& path, std::string line) {
-  line += '\n';
-  cache::Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
-  if (!fd) return errno == ENXIO ? "not a regular file (a FIFO or device)" : cache::errno_text(errno);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return cache::errno_text(errno);
-  if (!S_ISREG(st.st_mode)) return "not a regular file";
-  if (!cache::write_all(fd.get(), line.data(), line.size())) return cache::errno_text(errno);
-  return fd.reset() ? "" : cache::errno_text(errno);
-}
-
 }  // namespace
 
-std::string call_record_line(const KernelSpec& spec, const CallSignature& signature) {
-  std::string out = "{\"jitkernel_record\":" + std::to_string(kRecordFormat) + ",\"backend\":\"cuda\",";
-  out += "\"kernel\":{\"name\":";
-  append_string(out, spec.name);
-  out += ",\"input_names\":";
-  append_strings(out, spec.input_names);
-  out += ",\"output_names\":";
-  append_strings(out, spec.output_names);
-  out += ",\"source\":";
-  append_string(out, spec.source);
-  out += ",\"header\":";
-  append_string(out, spec.header);
-  out += spec.ensure_row_contiguous ? ",\"ensure_row_contiguous\":true" : ",\"ensure_row_contiguous\":false";
-  out += ",\"shared_memory\":" + std::to_string(spec.shared_memory);
-  out += ",\"compile_options\":";
-  append_options(out, spec.cuda_options);
-  out += "},";
-  append_signature(out, signature);
+std::size_t RecordedCall::array_input_count() const {
+  std::size_t n = 0;
+  for (const RecordedInput& in : inputs) n += in.is_scalar ? 0 : 1;
+  return n;
+}
+
+std::string encode_kernel(const RecordedKernel& k) {
+  const KernelSpec& s = k.spec;
+  std::string out;
+  out.reserve(256 + s.source.size() + s.header.size());
+  out += '{';
+  key(out, "jitkernel_kernel", true);
+  out += std::to_string(kCallFormat);
+  key(out, "backend");
+  out += "\"cuda\"";
+  key(out, "name");
+  json::append_string(out, s.name);
+  key(out, "input_names");
+  if (k.names_given) put_strings(out, s.input_names);
+  else out += "null";
+  key(out, "output_names");
+  if (k.names_given) put_strings(out, s.output_names);
+  else out += "null";
+  key(out, "source");
+  json::append_string(out, s.source);
+  key(out, "header");
+  json::append_string(out, s.header);
+  key(out, "ensure_row_contiguous");
+  put_bool(out, s.ensure_row_contiguous);
+  key(out, "shared_memory");
+  out += std::to_string(s.shared_memory);
+  key(out, "compile_options");
+  put_options(out, s.cuda_options);
+  key(out, "backward");
+  if (k.backward.empty()) out += "null";
+  else json::append_string(out, k.backward);
   out += '}';
   return out;
 }
 
-void record_call(const KernelSpec& spec, const Backend& backend, const CallSignature& signature) {
-  Recorder& r = recorder();
-  std::string path;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.configured) {
-      const char* env = std::getenv("JITKERNEL_RECORD");
-      r.path = env != nullptr ? env : "";
-      r.configured = true;
-    }
-    if (r.path.empty()) return;
-    path = r.path;
+std::string encode_call(const RecordedCall& c) {
+  std::string out = "{";
+  key(out, "jitkernel_call", true);
+  out += std::to_string(kCallFormat);
+  key(out, "input_names");
+  put_strings(out, c.input_names);
+  key(out, "output_names");
+  put_strings(out, c.output_names);
+  key(out, "inputs");
+  out += '[';
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    if (i) out += ',';
+    put_input(out, c.inputs[i]);
   }
-  if (std::strcmp(backend.name(), "cuda") != 0) return;
-  const std::string line = call_record_line(spec, signature);
-  const cache::Digest digest = cache::sha256(line);
-  std::string error;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);  // one writer per process: lines keep their order
-    if (r.written.count(digest)) return;
-    error = append_line(path, line);
-    if (error.empty()) r.written.insert(digest);
+  out += ']';
+  key(out, "outputs");
+  out += '[';
+  for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+    if (i) out += ',';
+    out += '[';
+    json::append_string(out, dtype_name(c.outputs[i].dtype));
+    out += ',';
+    put_shape(out, c.outputs[i].shape);
+    out += ']';
   }
-  // Outside the lock: the warning handler may wait for Python's GIL. Once per process.
-  if (!error.empty())
-    cache::warn("JITKERNEL_RECORD", "JITKERNEL_RECORD='" + path + "': cannot append a call record (" + error +
-                                        "); calls are not recorded");
+  out += ']';
+  key(out, "template");
+  out += '[';
+  for (std::size_t i = 0; i < c.template_args.size(); ++i) {
+    if (i) out += ',';
+    put_template(out, c.template_args[i]);
+  }
+  out += ']';
+  key(out, "grid");
+  put_dims(out, c.grid);
+  key(out, "threadgroup");
+  put_dims(out, c.threadgroup);
+  key(out, "init_value");
+  if (c.init_value) {
+    unsigned char bytes[8];
+    std::memcpy(bytes, &*c.init_value, sizeof(bytes));
+    put_bits(out, bytes);
+  } else {
+    out += "null";
+  }
+  key(out, "verbose");
+  put_bool(out, c.verbose);
+  key(out, "dict_form");
+  put_bool(out, c.dict_form);
+  key(out, "extra_operands");
+  out += std::to_string(c.extra_operands);
+  out += '}';
+  return out;
 }
 
-void set_call_record_path(const std::string& path) {
-  Recorder& r = recorder();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.path = path;
-  r.configured = true;
+std::string encode_record(std::string_view kernel_text, std::string_view call_text) {
+  std::string out = "{\"jitkernel_record\":" + std::to_string(kCallFormat) + ",\"kernel\":";
+  out.append(kernel_text.data(), kernel_text.size());
+  out += ",\"call\":";
+  out.append(call_text.data(), call_text.size());
+  out += '}';
+  return out;
 }
 
 }  // namespace jk

@@ -1,36 +1,94 @@
-// The call record: when JITKERNEL_RECORD names a file, a process appends one
-// JSON line per distinct (CUDA kernel spec, call signature) it generates a
-// launch plan for, so that `python -m jitkernel precompile --record FILE`
-// can compile the same kernels ahead of time on another machine (one
-// without a GPU). A line is data only: the factory's arguments, the input
-// kinds/dtypes/ranks, the output dtypes and the template arguments (all that
-// the generated source depends on); docs/precompile.md gives the format.
+// The serialised call: one kernel and one call written as text, the single
+// format every front carries a call in: the torch op's string arguments (a
+// graph torch.compile or torch.export keeps), XLA's `jk_call` attribute (a
+// program in JAX's persistent cache), the lines JITKERNEL_RECORD writes and
+// `precompile --record` replays. A record made by one front replays in
+// another. The text is canonical JSON (fixed key order, defaults written
+// once), so equal calls give equal text: the torch graph, the XLA key and the
+// record file's duplicate check all compare text.
 //
-// Written when a kernel is first compiled or loaded for a signature on a
-// device (never on a repeated call; a kernel that fails to compile is not
-// recorded), once per distinct line and process, with one write() on a
-// file opened O_APPEND, so many processes can append to one file. A file
-// that cannot be written is reported once (a CacheWarning) and recording
-// goes on trying for later lines.
+// Three texts, each carrying its format version, so a program stored today
+// either decodes tomorrow or fails naming the version:
+//   kernel  {"jitkernel_kernel":2, "backend":"cuda", name, names, source,
+//            header, ensure_row_contiguous, shared_memory, compile_options,
+//            backward}
+//   call    {"jitkernel_call":2, input/output names, inputs, outputs,
+//            template, grid, threadgroup, init_value, verbose, dict_form,
+//            extra_operands}
+//   record  {"jitkernel_record":2, "kernel":<kernel>, "call":<call>}
+// A size or scalar the caller fixes only at run time (a traced torch call's
+// SymInts) is null; docs/precompile.md gives every field.
+//
+// Decoding reads each byte once (core/json.hpp), checks every field's type
+// and range, and accepts only the canonical text (decode, encode again,
+// compare): anything else is an ArgumentError naming the argument the text
+// came in and the field.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
-#include "jitkernel/engine/backend.hpp"
-#include "jitkernel/engine/call_signature.hpp"
+#include "jitkernel/core/array_view.hpp"
 #include "jitkernel/engine/kernel_spec.hpp"
+#include "jitkernel/engine/template_arg.hpp"
 
 namespace jk {
 
-// The record line (without its newline) of `spec` called with `signature`.
-std::string call_record_line(const KernelSpec& spec, const CallSignature& signature);
+inline constexpr int kCallFormat = 2;
+// A size not fixed by the record (null in the text): the caller supplies it.
+inline constexpr std::int64_t kUnfixed = -1;
 
-// Appends the line of (spec, signature) to the record file, if recording and
-// the backend is CUDA and this process has not written the line yet.
-void record_call(const KernelSpec& spec, const Backend& backend, const CallSignature& signature);
+struct RecordedKernel {
+  KernelSpec spec;          // CUDA fields, compile options included
+  bool names_given = true;  // false: the factory was given no names (calls pass dicts)
+  std::string backward;     // the backward's identity ("" when none): two backwards are two ops
+};
 
-// Sets the record file ("" stops recording), replacing what JITKERNEL_RECORD
-// said; lines already written are not written again.
-void set_call_record_path(const std::string& path);
+struct RecordedInput {
+  bool is_scalar = false;
+  std::optional<DType> dtype;  // arrays: none when the caller's array decides; scalars: always set
+  // Arrays: the shape when the record fixes its rank (extents kUnfixed where
+  // not fixed); none when not even the rank is.
+  std::optional<std::vector<std::int64_t>> shape;
+  std::optional<Scalar> value;  // scalars: none when the caller passes it
+};
+
+struct RecordedOutput {
+  DType dtype = DType::Float32;
+  std::optional<std::vector<std::int64_t>> shape;  // as RecordedInput::shape
+};
+
+struct RecordedCall {
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  std::vector<RecordedInput> inputs;
+  std::vector<RecordedOutput> outputs;
+  std::vector<TemplateArg> template_args;
+  // Launch geometry; none in a record of the signature alone; extents may be kUnfixed.
+  std::optional<Dim3> grid;
+  std::optional<Dim3> threadgroup;
+  std::optional<double> init_value;
+  bool verbose = false;
+  bool dict_form = false;
+  // Operands after the array inputs: outputs= arrays that are not inputs
+  // (XLA passes them only to alias them with their outputs).
+  int extra_operands = 0;
+
+  std::size_t array_input_count() const;
+};
+
+std::string encode_kernel(const RecordedKernel& kernel);
+std::string encode_call(const RecordedCall& call);
+// The record text; `kernel_text` and `call_text` are encode_kernel's and encode_call's.
+std::string encode_record(std::string_view kernel_text, std::string_view call_text);
+
+// `argument` names where the text came from in errors ("kernel", "call", "jk_call", ...).
+RecordedKernel decode_kernel(std::string_view text, const char* argument);
+RecordedCall decode_call(std::string_view text, const char* argument);
+std::pair<RecordedKernel, RecordedCall> decode_record(std::string_view text, const char* argument);
 
 }  // namespace jk

@@ -10,7 +10,7 @@
 
 #include <utility>
 
-#include "jitkernel/engine/call_record.hpp"
+#include "jitkernel/engine/record_file.hpp"
 #include "jitkernel/engine/validate_call.hpp"
 
 namespace jk {

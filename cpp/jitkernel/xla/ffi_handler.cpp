@@ -189,7 +189,7 @@ abi::Error* run_stage(abi::CallFrame* frame, int stage, const char* stage_name, 
   const PreparedCall* named = nullptr;
   auto prefix = [&] {
     std::string p = std::string(stage_name) + " stage";
-    if (named != nullptr) p += " of kernel '" + named->description().spec.name + "'";
+    if (named != nullptr) p += " of kernel '" + named->kernel().spec.name + "'";
     return p + ": ";
   };
   try {

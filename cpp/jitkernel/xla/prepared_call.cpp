@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
@@ -78,58 +79,94 @@ Registry& registry() {
   return *r;
 }
 
-}  // namespace
-
-PreparedCall::PreparedCall(std::string text, CallDescription description)
-    : text_(std::move(text)), description_(std::move(description)) {
-  const CallDescription& d = description_;
-  kernel_ = std::make_unique<Kernel>(d.spec, cuda_backend());
-  for (const InputDescription& in : d.inputs) {
-    if (in.is_scalar) {
-      template_.inputs.emplace_back(in.scalar);
-    } else {
-      template_.inputs.emplace_back(view_of(in.dtype, in.shape));
+// What a call site of a compiled program must have: every size, dtype and scalar fixed when it was traced.
+void check_fixed(const RecordedCall& c) {
+  auto fixed = [](const std::optional<std::vector<std::int64_t>>& shape) {
+    if (!shape) return false;
+    for (std::int64_t d : *shape) {
+      if (d == kUnfixed) return false;
+    }
+    return true;
+  };
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const RecordedInput& in = c.inputs[i];
+    if (in.is_scalar ? !in.value : !in.dtype || !fixed(in.shape)) {
+      throw ArgumentError("jk_call", item_text("inputs", i) + " has no fixed " +
+                                         (in.is_scalar ? "value" : "dtype and shape") +
+                                         ": an XLA call site fixes every size when it is traced");
     }
   }
-  template_.output_shapes = d.output_shapes;
-  template_.output_dtypes = d.output_dtypes;
-  if (d.output_shapes.size() != d.output_dtypes.size()) throw ArgumentError("jk_call", "output count mismatch");
-  for (std::size_t i = 0; i < d.output_dtypes.size(); ++i) {
-    template_.provided_outputs.push_back(view_of(d.output_dtypes[i], d.output_shapes[i]));
+  for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+    if (!fixed(c.outputs[i].shape)) {
+      throw ArgumentError("jk_call", item_text("outputs", i) + " has no fixed shape");
+    }
   }
-  template_.init_value = d.init_value;
-  template_.template_args = d.template_args;
-  template_.launch.grid = d.grid;
-  template_.launch.threadgroup = d.threadgroup;
-  template_.launch.shared_memory = d.spec.shared_memory;
-  template_.ensure_row_contiguous = d.spec.ensure_row_contiguous;
+  for (const auto* d : {&c.grid, &c.threadgroup}) {
+    if (!*d || (*d)->x == kUnfixed || (*d)->y == kUnfixed || (*d)->z == kUnfixed) {
+      throw ArgumentError("jk_call", std::string(d == &c.grid ? "grid" : "threadgroup") + " is not fixed");
+    }
+  }
+}
+
+KernelSpec spec_of(const RecordedKernel& k, const RecordedCall& c) {
+  KernelSpec spec = k.spec;
+  spec.input_names = c.input_names;  // the names the call was made with (the factory may have had none)
+  spec.output_names = c.output_names;
+  return spec;
+}
+
+}  // namespace
+
+PreparedCall::PreparedCall(std::string text, RecordedKernel kernel, RecordedCall call)
+    : text_(std::move(text)), recorded_kernel_(std::move(kernel)), call_(std::move(call)) {
+  const RecordedCall& c = call_;
+  check_fixed(c);
+  kernel_ = std::make_unique<Kernel>(spec_of(recorded_kernel_, c), cuda_backend());
+  for (const RecordedInput& in : c.inputs) {
+    if (in.is_scalar) {
+      template_.inputs.emplace_back(*in.value);
+    } else {
+      template_.inputs.emplace_back(view_of(*in.dtype, *in.shape));
+    }
+  }
+  for (const RecordedOutput& out : c.outputs) {
+    template_.output_shapes.push_back(*out.shape);
+    template_.output_dtypes.push_back(out.dtype);
+    template_.provided_outputs.push_back(view_of(out.dtype, *out.shape));
+  }
+  template_.init_value = c.init_value;
+  template_.template_args = c.template_args;
+  template_.launch.grid = *c.grid;
+  template_.launch.threadgroup = *c.threadgroup;
+  template_.launch.shared_memory = recorded_kernel_.spec.shared_memory;
+  template_.ensure_row_contiguous = recorded_kernel_.spec.ensure_row_contiguous;
   // Codegen checks the signature (names vs counts, template arguments) now,
   // where the error reaches the user while tracing.
   kernel_->generate(signature_of(template_.inputs, template_.output_dtypes, template_.template_args));
 }
 
 void PreparedCall::check_frame(const abi::CallFrame& frame) const {
-  const CallDescription& d = description_;
+  const RecordedCall& d = call_;
   const std::size_t n_arrays = d.array_input_count();
   const std::size_t n_args = n_arrays + static_cast<std::size_t>(d.extra_operands);
   if (frame.args.struct_size < abi::kArgsSize || frame.rets.struct_size < abi::kRetsSize) {
     throw ArgumentError("jk_call", "XLA's argument structs are smaller than the FFI layout jitkernel knows");
   }
   if (frame.args.size != static_cast<std::int64_t>(n_args) ||
-      frame.rets.size != static_cast<std::int64_t>(d.output_dtypes.size())) {
+      frame.rets.size != static_cast<std::int64_t>(d.outputs.size())) {
     throw ArgumentError("jk_call", "XLA passed " + std::to_string(frame.args.size) + " operands and " +
                                        std::to_string(frame.rets.size) + " results; the kernel call has " +
-                                       std::to_string(n_args) + " and " + std::to_string(d.output_dtypes.size()));
+                                       std::to_string(n_args) + " and " + std::to_string(d.outputs.size()));
   }
   std::size_t a = 0;
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
     if (d.inputs[i].is_scalar) continue;
-    check_buffer(frame.args.args[a], frame.args.types[a], d.inputs[i].dtype, d.inputs[i].shape,
+    check_buffer(frame.args.args[a], frame.args.types[a], *d.inputs[i].dtype, *d.inputs[i].shape,
                  item_text("inputs", i));
     ++a;
   }
-  for (std::size_t j = 0; j < d.output_dtypes.size(); ++j) {
-    check_buffer(frame.rets.rets[j], frame.rets.types[j], d.output_dtypes[j], d.output_shapes[j],
+  for (std::size_t j = 0; j < d.outputs.size(); ++j) {
+    check_buffer(frame.rets.rets[j], frame.rets.types[j], d.outputs[j].dtype, *d.outputs[j].shape,
                  item_text("outputs", j));
   }
 }
@@ -140,14 +177,14 @@ bool PreparedCall::ready(int device) const {
 
 void PreparedCall::load(int device, std::uintptr_t stream) {
   kernel_->load(template_, device);
-  if (!description_.init_value) return;
+  if (!call_.init_value) return;
   // An 8-byte init_value is written by a builtin kernel, loaded on first use:
   // fill a one-element scratch array now so that no launch loads it.
-  for (DType dtype : description_.output_dtypes) {
+  for (DType dtype : template_.output_dtypes) {
     if (dtype_size(dtype) != 8) continue;
     cuda::DeviceGuard guard(device);
     OwnedArray scratch = cuda_backend().allocate(device, dtype, {1}, stream);
-    cuda::fill(scratch.view, *description_.init_value, reinterpret_cast<cuda::CUstream>(stream));
+    cuda::fill(scratch.view, *call_.init_value, reinterpret_cast<cuda::CUstream>(stream));
     return;  // freed stream-ordered when `scratch` goes
   }
 }
@@ -160,7 +197,7 @@ void PreparedCall::make_ready(const abi::CallFrame& frame, int device, std::uint
 }
 
 void PreparedCall::launch(const abi::CallFrame& frame, int device, std::uintptr_t stream) {
-  const CallDescription& d = description_;
+  const RecordedCall& d = call_;
   // make_ready checked the layout once; these bounds keep a changed frame from being read past its end.
   if (frame.args.size < static_cast<std::int64_t>(d.array_input_count()) ||
       frame.rets.size != static_cast<std::int64_t>(template_.provided_outputs.size())) {
@@ -225,7 +262,8 @@ PreparedCall& register_call(std::string_view text, std::uint64_t key) {
     }
   }
   // Parsing and codegen run unlocked; the first insert of a key wins.
-  auto made = std::make_unique<PreparedCall>(std::string(text), parse(text));
+  auto [kernel, call] = decode_record(text, "jk_call");
+  auto made = std::make_unique<PreparedCall>(std::string(text), std::move(kernel), std::move(call));
   std::lock_guard<std::mutex> lock(r.mutex);
   auto [it, inserted] = r.calls.try_emplace(key, std::move(made));
   if (!inserted && !it->second->has_text(text)) {
@@ -235,6 +273,13 @@ PreparedCall& register_call(std::string_view text, std::uint64_t key) {
 }
 
 }  // namespace
+
+std::uint64_t call_key(std::string_view text) {
+  const cache::Digest d = cache::sha256(text);
+  std::uint64_t key = 0;
+  for (int i = 0; i < 8; ++i) key = (key << 8) | d[static_cast<std::size_t>(i)];
+  return key;
+}
 
 PreparedCall& prepare_call(std::string_view text, std::uint64_t key) {
   // Hot path: the key finds the call and the text is the one it was made from. The text is compared on

@@ -1,5 +1,6 @@
 // A kernel call site of an XLA program, ready to launch: the engine's Kernel
-// rebuilt from the call's attribute text, the KernelCall every launch starts
+// rebuilt from the call's attribute text (a serialised call record,
+// engine/call_record.hpp, with every size and scalar fixed), the KernelCall every launch starts
 // from (shapes, dtypes, scalars, template arguments, geometry; data pointers
 // filled per launch from XLA's buffers) and the devices it is loaded on.
 // Prepared calls live in a process-wide registry keyed by their attribute
@@ -16,7 +17,7 @@
 
 #include "jitkernel/engine/kernel.hpp"
 #include "jitkernel/engine/launch_plan.hpp"
-#include "jitkernel/xla/call_description.hpp"
+#include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/xla/ffi_abi.hpp"
 
 namespace jk::xla {
@@ -24,12 +25,12 @@ namespace jk::xla {
 class PreparedCall {
  public:
   // Validates the spec and generates the source (typed errors, no GPU).
-  PreparedCall(std::string text, CallDescription description);
+  PreparedCall(std::string text, RecordedKernel kernel, RecordedCall call);
 
   const std::string& text() const { return text_; }
   // Whether `text` is this call's attribute text, byte for byte.
   bool has_text(std::string_view text) const;
-  const CallDescription& description() const { return description_; }
+  const RecordedKernel& kernel() const { return recorded_kernel_; }
 
   // Compiles and loads the kernel on `device` (lowering time: no buffers
   // yet), and what its init_value fill launches, on `stream`.
@@ -48,7 +49,8 @@ class PreparedCall {
   void check_frame(const abi::CallFrame& frame) const;
 
   const std::string text_;
-  const CallDescription description_;
+  const RecordedKernel recorded_kernel_;
+  const RecordedCall call_;
   std::unique_ptr<Kernel> kernel_;
   KernelCall template_;
   std::atomic<bool> ready_[kPlanDevices] = {};
@@ -60,5 +62,8 @@ class PreparedCall {
 // key is never trusted alone): ArgumentError("jk_key") when `key` is not the
 // text's key, Error when two texts share a key.
 PreparedCall& prepare_call(std::string_view text, std::uint64_t key);
+
+// The key of an attribute text: the first 8 bytes of its SHA-256.
+std::uint64_t call_key(std::string_view text);
 
 }  // namespace jk::xla
