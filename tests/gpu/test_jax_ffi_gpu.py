@@ -220,3 +220,22 @@ def test_command_buffers_replay_without_calling_the_handler():
     n_plain = int(plain.split("EXECUTES")[1])
     assert n_plain == 20, plain
     assert n_captured < 20, captured  # recorded once (or a few times), then replayed as a CUDA graph
+
+
+def test_compile_options_apply_under_jit_and_in_a_new_process_from_the_persistent_cache(tmp_path):
+    # The serialised call carries compile options (a define here), also into a process that gets the program from
+    # JAX's persistent cache and rebuilds the kernel from the attribute alone.
+    code = f"""
+        from _gpu_util import INDEX
+        scaled = jk.cuda_kernel(name="jax_define", input_names=["inp"], output_names=["out"],
+                                source=INDEX + "if (i < N) out[i] = inp[i] * SCALE;",
+                                compile_options={{"defines": {{"SCALE": 3}}, "math_mode": "fast"}})
+        jax.config.update("jax_compilation_cache_dir", {str(tmp_path)!r})
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        x = data()
+        y = jax.jit(lambda a: run(scaled, a))(jnp.asarray(x))
+        np.testing.assert_allclose(np.asarray(y), x * 3, rtol=1e-6)
+        print("OK")
+    """
+    assert "OK" in _subprocess(code, {}) and "OK" in _subprocess(code, {})
