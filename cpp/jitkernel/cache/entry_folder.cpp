@@ -12,6 +12,7 @@
 #include <random>
 #include <utility>
 
+#include "jitkernel/cache/directory.hpp"
 #include "jitkernel/cache/entry_io.hpp"
 #include "jitkernel/cache/file_io.hpp"
 
@@ -109,6 +110,14 @@ TierWriter::TierWriter(const std::string& directory, mode_t folder_mode, mode_t 
     problem_ = directory + " or its kernels folder is writable by group or others; a read-only tier "
                            "refuses such a folder";
     mode_problem_ = true;
+  } else {
+    // Vetted as a tier is when it is read (tiers.hpp): what nobody else may
+    // replace, written through the descriptor that passed.
+    Fd vetted;
+    if (std::string why = open_readonly_tier(absolute_path(directory), kEntryFolder, vetted); !why.empty())
+      problem_ = directory + " cannot serve as a read-only tier: " + why;
+    else
+      folder_ = Folder(std::move(vetted), 0);
   }
   if (!problem_.empty()) folder_ = Folder();
 }

@@ -50,9 +50,12 @@ class EntryFolder : public Store {
 
 // Writes entry files into the kernels folder of `directory`, laid out as a
 // read-only tier: `directory` (and missing folders above it) and kernels are
-// created with `folder_mode` less the umask, kernels is opened without
-// following a link, and neither may be writable by group or others (a tier
-// that is would be refused). Entry files get `file_mode` less the umask.
+// created with `folder_mode` less the umask, neither may be writable by group
+// or others, and the folder must pass the checks a read-only tier passes
+// when it is read (directory.hpp's open_readonly_tier: nobody else may
+// replace it or what is above it), so whatever is written here can be named
+// in JITKERNEL_CACHE_READONLY_DIRS; entries are written relative to the
+// kernels folder that passed. Entry files get `file_mode` less the umask.
 class TierWriter {
  public:
   TierWriter(const std::string& directory, mode_t folder_mode = 0755, mode_t file_mode = 0644);
