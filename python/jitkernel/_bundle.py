@@ -26,6 +26,11 @@ never read).
 Every file written (the bundle, each entry of ``into=``) is a new temp file with an unpredictable name, created
 exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``: never through a link planted at its name, never failing on a file
 left by a killed process that had the same pid), then renamed into place.
+
+Everything about one entry (its file name from its key, its header, its checks, reading the entries of a cache
+folder, writing entry files into a folder laid out as a read-only tier) is the C++ core's (cpp/jitkernel/cache/:
+entry.hpp, entry_folder.hpp), reached through ``_core._cache_entry_*``, ``_CacheFolder`` and ``_CacheTierWriter``;
+this module owns the bundle file's own format (header, manifest, checksums).
 """
 from __future__ import annotations
 
@@ -50,8 +55,7 @@ MAX_ENTRY_BYTES = 1 << 30  # the cache's default cap: no larger entry could be s
 MAX_TOTAL_BYTES = 16 << 30
 _HEADER = struct.Struct("<8sII")
 _DIGEST = 32
-_ENTRY_HEADER = 96  # cpp/jitkernel/cache/entry.hpp
-_NAME = re.compile(r"[0-9a-f]{64}\.jkc")
+_ENTRY_HEADER = _core._cache_entry_header_size  # the smallest entry file
 _HEX = re.compile(r"[0-9a-f]{64}")
 _MANIFEST_KEYS = {"format", "jitkernel", "total_bytes", "entries"}
 _MEMBER_KEYS = {"name", "size", "sha256"}
@@ -78,27 +82,17 @@ class BundleReport:
     jitkernel: str  # the version that wrote the bundle (its entries hit only in that version)
 
 
-def _read_entry_file(folder_fd: int, name: str, limit: int) -> bytes | None:
-    """The bytes of entry file ``name`` when it is a regular file (no link followed, never blocking) of at most
-    ``limit`` bytes, else None."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        data = f.read(limit + 1)
-    return data if len(data) <= limit else None
+def _is_entry_name(name) -> bool:
+    return isinstance(name, str) and name.isascii() and _core._cache_entry_key(name) is not None
 
 
-def _cache_entries_folder(directory: str | None) -> str:
+def _cache_folder(directory: str | None):
+    """The cache folder ``directory`` (else the active cache's) as the core reads it: its entries, checked."""
     if directory is None:
         directory = _core._cache_active_directory()
         if directory is None:
             raise BundleError("export: the compile cache is off (see python -m jitkernel cache info)")
-    return os.path.join(directory, "kernels")
+    return _core._CacheFolder(directory)
 
 
 def export_cache(path, keys=None, directory=None) -> BundleReport:
@@ -106,27 +100,18 @@ def export_cache(path, keys=None, directory=None) -> BundleReport:
     ``path`` (replaced atomically). ``keys``: only these (hex keys or entry names); a key with no valid entry is an
     ArgumentError. Damaged entries are left out."""
     path = os.fspath(path)
-    folder = _cache_entries_folder(None if directory is None else os.fspath(directory))
+    folder = _cache_folder(None if directory is None else os.fspath(directory))
     wanted = None if keys is None else [_key_name(k) for k in keys]
-    try:
-        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as e:
-        if wanted:
-            raise ArgumentError("keys", f"no entry for {wanted[0]} ({folder}: {e.strerror})") from None
-        folder_fd = None
+    if folder.problem and wanted:
+        raise ArgumentError("keys", f"no entry for {wanted[0]} ({folder.where}: {folder.problem})")
     members = []
-    try:
-        names = wanted if wanted is not None else sorted(
-            n for n in (os.listdir(folder_fd) if folder_fd is not None else ()) if _NAME.fullmatch(n))
-        for name in dict.fromkeys(names):
-            data = None if folder_fd is None else _read_entry_file(folder_fd, name, MAX_ENTRY_BYTES)
-            if data is not None and _core._cache_entry_check(name[:64], data) == "":
-                members.append((name, data))
-            elif wanted is not None:
-                raise ArgumentError("keys", f"no valid entry {name} in {folder}")
-    finally:
-        if folder_fd is not None:
-            os.close(folder_fd)
+    names = wanted if wanted is not None else [name for name, _ in folder.entries()]
+    for name in dict.fromkeys(names):
+        data = folder.read(name, MAX_ENTRY_BYTES)
+        if data is not None:
+            members.append((name, data))
+        elif wanted is not None:
+            raise ArgumentError("keys", f"no valid entry {name} in {folder.where}")
     _write_bundle(path, members)
     return BundleReport(path, len(members), sum(len(d) for _, d in members), 0, _core.__version__)
 
@@ -134,10 +119,11 @@ def export_cache(path, keys=None, directory=None) -> BundleReport:
 def _key_name(key) -> str:
     if not isinstance(key, str):
         raise ArgumentTypeError("keys", f"expected hex keys or entry names (strings), got {type(key).__name__}")
-    name = key if key.endswith(".jkc") else key + ".jkc"
-    if not _NAME.fullmatch(name):
+    if _is_entry_name(key):
+        return key
+    if not _HEX.fullmatch(key):
         raise ArgumentError("keys", f"expected a 64-digit lowercase hex key or '<key>.jkc', got {key!r}")
-    return name
+    return _core._cache_entry_name(key)
 
 
 def _create_temp(dir_fd: int, stem: str, mode: int) -> tuple:
@@ -230,7 +216,7 @@ def _manifest(path: str, f, file_size: int, max_bytes: int) -> tuple:
         if not isinstance(m, dict) or set(m) != _MEMBER_KEYS:
             raise bad(f"manifest entry {i}: expected an object with the keys name, sha256, size")
         name, n, digest = m["name"], m["size"], m["sha256"]
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
+        if not _is_entry_name(name):
             raise bad(f"member {name!r}: not a cache entry name ('<64 hex digits>.jkc'); refused")
         if name in names:
             raise bad(f"member {name}: appears twice")
@@ -273,7 +259,7 @@ def _verified(path: str, f, file_size: int, max_bytes: int) -> tuple:
     for name, size, digest in listed:
         member = _Member(name, offset, size, digest)
         offset += size
-        own, check = hashlib.sha256(), _core._CacheEntryCheck(name[:64], size)
+        own, check = hashlib.sha256(), _core._CacheEntryCheck(_core._cache_entry_key(name), size)
         for chunk in _pieces(path, f, member):
             whole.update(chunk)
             own.update(chunk)
@@ -340,45 +326,30 @@ def _store(path: str, f, members) -> int:
         data = f.read(m.size)
         if len(data) != m.size or hashlib.sha256(data).hexdigest() != m.sha256:
             raise _changed(path, m)
-        _core._cache_store_entry(m.name[:64], data)
+        _core._cache_store_entry(_core._cache_entry_key(m.name), data)
         del data  # before the next read: one entry in memory at a time, not two
     return cache_info().stores - before.stores
 
 
-def _copy(path: str, f, member: _Member, out) -> None:
-    """Writes ``member`` of the bundle open as ``f`` to the file ``out``, streamed, checking its SHA-256 again
-    (BundleError when it changed since the bundle was checked)."""
-    digest = hashlib.sha256()
-    for chunk in _pieces(path, f, member):
-        digest.update(chunk)
-        out.write(chunk)
-    if digest.hexdigest() != member.sha256:
-        raise _changed(path, member)
-
-
 def _write_into(path: str, f, directory: str, members) -> int:
-    """Writes each member of the bundle open as ``f`` as an entry file of ``directory``/kernels, streamed (temp
-    file + rename, never through a link); returns how many were written."""
-    kernels = os.path.join(directory, "kernels")
-    try:
-        os.makedirs(directory, mode=0o755, exist_ok=True)
+    """Writes each member of the bundle open as ``f`` as an entry file of the folder ``directory``, laid out as a
+    read-only tier (the core's ``_CacheTierWriter``: temp file + rename, never through a link), streamed, checking
+    each member's SHA-256 again (BundleError when it changed since the bundle was checked); returns how many were
+    written."""
+    writer = _core._CacheTierWriter(directory)
+    if writer.problem:
+        raise ArgumentError("into", writer.problem)
+    for m in members:
         try:
-            os.mkdir(kernels, 0o755)
-        except FileExistsError:
-            pass
-        fd = os.open(kernels, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as e:
-        raise ArgumentError("into", f"{kernels} cannot be used as a folder ({e.strerror or e})") from None
-    try:
-        for where in (os.stat(directory), os.fstat(fd)):
-            if where.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                raise ArgumentError("into", f"{directory} or its kernels folder is writable by group or others; "
-                                            f"a read-only tier refuses such a folder")
-        for m in members:
-            try:  # "<key>.import.<pid>.<random>.tmp": a temp file name the cache recognises (and tidies)
-                _publish(fd, m.name, f"{m.name[:64]}.import", 0o644, lambda out, m=m: _copy(path, f, m, out))
-            except OSError as e:
-                raise BundleError(f"{kernels}/{m.name}: cannot be written ({e.strerror or e})") from None
-    finally:
-        os.close(fd)
+            writer.begin(_core._cache_entry_key(m.name), m.size)
+            digest = hashlib.sha256()
+            for chunk in _pieces(path, f, m):
+                digest.update(chunk)
+                writer.write(chunk)
+            if digest.hexdigest() != m.sha256 or writer.commit():
+                raise _changed(path, m)
+        except OSError as e:
+            raise BundleError(f"{writer.where}/{m.name}: cannot be written ({e.strerror or e})") from None
+        finally:
+            writer.abort()
     return len(members)

@@ -36,6 +36,7 @@ def cache(monkeypatch, tmp_path):
     yield use
     monkeypatch.undo()
     _core._cache_reset()
+    _core._cache_predict_temp_tokens("", 0)  # Predicted's names for the core's temp files, if any are left
 
 
 def fill(n: int = 3) -> None:
@@ -233,12 +234,13 @@ def test_export_never_writes_through_a_link_at_its_temp_name(cache, tmp_path):
 
 class Predicted:
     """Makes the next temp names bundles choose predictable: the first ``n`` random parts are ``0123456789abcdef``
-    (an attacker who guessed them), then random again."""
+    (an attacker who guessed them), then random again; the bundle's own (Python) and the entry files' (the core's)."""
 
     def __init__(self, monkeypatch, n=1):
         import secrets
 
         self.token = "0123456789abcdef"
+        _core._cache_predict_temp_tokens(self.token, n)
         real, left = secrets.token_hex, [n]
 
         def token_hex(nbytes=None):
