@@ -4,9 +4,10 @@
 // entry file for a key (whole, or streamed in pieces: import verifies a
 // bundle with memory that does not grow with it), reading the entries of a
 // tier-shaped folder (export), writing entry files into one (import --into),
-// and storing a payload through the cache's own atomic store (cap, private
-// folder, temp file + rename). The bundle file's own format (manifest,
-// checksums) is _bundle.py's.
+// storing a payload through the cache's own atomic store (cap, private
+// folder, temp file + rename), and reading a bundle file through the core's
+// bundle store (cache/bundle_file.hpp: every check of the format, streamed).
+// Writing a bundle file is _bundle.py's.
 #include <Python.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "jitkernel/cache/bundle_file.hpp"
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/entry.hpp"
@@ -142,8 +144,43 @@ void bind_entries(nb::module_& m) {
       "Stores a checked entry file's payload under its key through the cache's atomic store (internal: bundles).");
 }
 
+nb::list bundle_members(const cache::BundleFile& b) {
+  nb::list out;
+  for (const cache::BundleFile::Member& m : b.members()) {
+    out.append(nb::make_tuple(m.name, m.size, cache::to_hex(m.sha256)));
+  }
+  return out;
+}
+
+nb::bytes bundle_read(const cache::BundleFile& b, std::size_t index, std::uint64_t offset, std::size_t size) {
+  if (index >= b.members().size()) throw ArgumentError("index", "no such member");
+  if (size > (std::size_t{1} << 24)) throw ArgumentError("size", "read a member in pieces of at most 16 MiB");
+  std::string piece;
+  bool ok = false;
+  {
+    nb::gil_scoped_release unlocked;
+    ok = b.read(index, offset, size, piece);
+  }
+  if (!ok) throw ArgumentError("offset", "the bundle ends before this piece of member " + b.members()[index].name);
+  return nb::bytes(piece.data(), piece.size());
+}
+
 void bind_folders(nb::module_& m) {
   using namespace nb::literals;
+  nb::class_<cache::BundleFile>(m, "_CacheBundle",
+                                "A bundle file opened and checked whole by the core's bundle store (internal: "
+                                "import).")
+      .def("__init__",
+           [](cache::BundleFile* self, const std::string& path, std::uint64_t max_bytes) {
+             nb::gil_scoped_release unlocked;  // checking streams the whole file
+             new (self) cache::BundleFile(path, max_bytes);
+           },
+           "path"_a, "max_bytes"_a)
+      .def_prop_ro("problem", &cache::BundleFile::problem, "Why the bundle is refused ('' when it passed).")
+      .def_prop_ro("version", &cache::BundleFile::version, "The jitkernel version that wrote it.")
+      .def("members", &bundle_members, "(name, size, sha256 hex) of each member, in file order.")
+      .def("read", &bundle_read, "index"_a, "offset"_a, "size"_a,
+           "`size` bytes of member `index` from `offset` within it.");
   nb::class_<cache::EntryFolder>(m, "_CacheFolder",
                                  "The entries of a tier-shaped folder (<folder>/kernels), read as found "
                                  "(internal: export).")

@@ -10,7 +10,7 @@
 //                   loads mark the entry used, stores evict to stay in the cap
 //   ReadOnlyTier    a folder of JITKERNEL_CACHE_READONLY_DIRS (tiers.hpp):
 //                   loaded and listed, never modified
-//   BundleFile      a bundle file (bundle_store.hpp): loaded and listed;
+//   BundleFile      a bundle file (bundle_file.hpp): loaded and listed;
 //                   written whole by export
 // The order in which a load asks them lives in one place: find() below, over
 // the list disk_cache.cpp builds (the writable folder, then the tiers in the
