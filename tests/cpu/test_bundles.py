@@ -481,8 +481,8 @@ def _write(path, data: bytes):
 
 
 def test_manifest_with_a_lone_surrogate_or_deep_nesting_is_a_bundle_error(tmp_path):
-    # The manifest is read by the core's one strict JSON reader of untrusted text (core/json.hpp): nesting bounded, every
-    # string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
+    # The manifest is read by the core's one strict JSON reader of untrusted text (core/json.hpp): nesting bounded,
+    # every string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
     import hashlib
 
     from jitkernel import _bundle
