@@ -155,16 +155,15 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
   if (explicit_stream) {
     args.launch.stream = *explicit_stream;
     if (!PyLong_Check(in.stream.ptr())) stream_owner = nb::borrow(in.stream);
-  } else if (framework == Framework::Torch || framework == Framework::CuPy) {
-    const dlpack::ExchangeAPI* api =
-        framework == Framework::Torch ? first_exchange_api(out.pending) : nullptr;
+  } else if (const FrameworkRow& row = framework_row(framework); row.current_stream != nullptr) {
+    const dlpack::ExchangeAPI* api = first_exchange_api(out.pending, framework);
     void* current = nullptr;
     if (api != nullptr && api->current_work_stream(dlpack::kCUDA, framework_device, &current) == 0) {
       args.launch.stream = reinterpret_cast<std::uintptr_t>(current);
       out.exchange = api;
     } else {
       if (api != nullptr) PyErr_Clear();
-      args.launch.stream = framework_current_stream(framework, framework_device, &stream_owner);
+      args.launch.stream = row.current_stream(framework_device, &stream_owner);
     }
     out.stream_is_framework_current = true;
   } else {
@@ -177,7 +176,7 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
 }
 
 // Caller-provided outputs: device arrays only, writable.
-void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool torch_direct,
+void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool direct_read,
                               KernelCall& args, ConvertedCall& out) {
   const auto* out_names = in.output_names;
   args.provided_outputs.resize(n_provided);
@@ -187,10 +186,8 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
     bool is_host = false;
     if (!is_jk_array(item)) {
       TypeInfo& info = classify(item, "outputs", where);
-      if (info.framework == Framework::Jax)
-        throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
-                                                        "be written by a kernel; omit outputs= "
-                                                        "to get new JAX arrays");
+      if (const char* refused = framework_row(info.framework).outputs_refused)
+        throw ArgumentError("outputs", where.prefix() + refused);
       if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
         throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
                                                             "arrays, got host memory (" +
@@ -202,7 +199,7 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
                                                           "got host memory (" +
                                              type_text(item) + ")");
     // The entry stays in `pending` (holding the array) until the launch is enqueued.
-    const bool read_only = import_pending(out.pending.back(), out.stream, torch_direct, out.borrowed,
+    const bool read_only = import_pending(out.pending.back(), out.stream, direct_read, out.borrowed,
                                           "outputs", where, args.provided_outputs[j]);
     if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
   });
@@ -238,14 +235,15 @@ void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   int framework_device = 0;
   out.framework = convert_inputs(in, args, out, &framework_device);
   choose_stream(in, explicit_stream, framework_device, args, out);
-  const bool torch_direct = out.stream_is_framework_current && out.framework == Framework::Torch;
+  const bool direct_read =
+      out.stream_is_framework_current && framework_row(out.framework).direct_on_current_stream;
   for (const PendingArray& p : out.pending) {
     ItemRef where{"input", p.index, in.input_names};
-    import_pending(p, out.stream, torch_direct, out.borrowed, "inputs", where,
+    import_pending(p, out.stream, direct_read, out.borrowed, "inputs", where,
                    std::get<ArrayView>(args.inputs[p.index]));
   }
   if (have_provided)
-    convert_provided_outputs(in, n_provided, torch_direct, args, out);
+    convert_provided_outputs(in, n_provided, direct_read, args, out);
   else
     allocate_framework_outputs(in.stream, framework_device, args, out);
 }
