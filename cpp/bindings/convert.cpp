@@ -156,7 +156,8 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
     args.launch.stream = *explicit_stream;
     if (!PyLong_Check(in.call.stream.ptr())) stream_owner = nb::borrow(in.call.stream);
   } else if (const FrameworkRow& row = framework_row(framework); row.current_stream != nullptr) {
-    const dlpack::ExchangeAPI* api = first_exchange_api(out.pending, framework);
+    const dlpack::ExchangeAPI* api =
+        row.direct_on_current_stream ? first_exchange_api(out.pending, framework) : nullptr;
     void* current = nullptr;
     if (api != nullptr && api->current_work_stream(dlpack::kCUDA, framework_device, &current) == 0) {
       args.launch.stream = reinterpret_cast<std::uintptr_t>(current);
