@@ -111,8 +111,10 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
                            stream=stream, outputs=outputs, verbose=verbose)
 
 
-_KEYWORDS = _core._call_keywords  # the C call slot's, in its order (cpp/bindings/cuda_kernel.cpp)
+# The C call slot's keyword table (cpp/bindings/call_args.hpp): names in its order, the required ones, defaults.
+_KEYWORDS = _core._call_keywords
 _REQUIRED = _core._call_required
+_DEFAULTS = _core._call_defaults
 
 
 def dynamo_call(self, *args, **kwargs):
@@ -128,8 +130,7 @@ def dynamo_call(self, *args, **kwargs):
 
     if (_torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
             and all(k in kwargs for k in _REQUIRED)):
-        full = dict(zip(_KEYWORDS, (None,) * len(_KEYWORDS)))
-        full["verbose"] = False
+        full = dict(zip(_KEYWORDS, _DEFAULTS))
         full.update(kwargs)
         reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
         return _torch_ops.call(self, **full)
