@@ -46,6 +46,28 @@ bool has_keys(const json::Value& v, std::initializer_list<const char*> keys) {
   return true;
 }
 
+// A manifest entry's name, key, size and SHA-256, each checked; "" or what is wrong.
+std::string member_of(const json::Value& e, BundleFile::Member& m) {
+  const json::Value& name = *e.find("name");
+  if (name.kind != json::Value::Kind::String || !key_of_entry_name(name.text, m.key)) {
+    return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc'); refused";
+  }
+  m.name = name.text;
+  const json::Value& n = *e.find("size");
+  if (n.kind != json::Value::Kind::Int || n.integer < static_cast<std::int64_t>(kEntryHeaderSize) ||
+      static_cast<std::uint64_t>(n.integer) > kMaxBundleEntryBytes) {
+    return "member " + m.name + ": size " + shown(n) + " is outside " + std::to_string(kEntryHeaderSize) + ".." +
+           std::to_string(kMaxBundleEntryBytes) + " bytes";
+  }
+  m.size = static_cast<std::uint64_t>(n.integer);
+  const json::Value& digest = *e.find("sha256");
+  if (digest.kind != json::Value::Kind::String || digest.text.size() != 64 || !from_hex(digest.text, m.sha256) ||
+      to_hex(m.sha256) != digest.text) {
+    return "member " + m.name + ": sha256 must be 64 lowercase hex digits";
+  }
+  return "";
+}
+
 }  // namespace
 
 BundleFile::BundleFile(const std::string& path, std::uint64_t max_total_bytes) : path_(path) {
@@ -135,24 +157,9 @@ std::string BundleFile::read_manifest(std::uint64_t file_size, std::uint64_t max
       return "manifest entry " + std::to_string(i) + ": expected an object with the keys name, sha256, size";
     }
     Member m;
-    const json::Value& name = *e.find("name");
-    if (name.kind != json::Value::Kind::String || !key_of_entry_name(name.text, m.key)) {
-      return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc'); refused";
-    }
-    m.name = name.text;
+    std::string why = member_of(e, m);
+    if (!why.empty()) return why;
     if (!names.insert(m.name).second) return "member " + m.name + ": appears twice";
-    const json::Value& n = *e.find("size");
-    if (n.kind != json::Value::Kind::Int || n.integer < static_cast<std::int64_t>(kEntryHeaderSize) ||
-        static_cast<std::uint64_t>(n.integer) > kMaxBundleEntryBytes) {
-      return "member " + m.name + ": size " + shown(n) + " is outside " + std::to_string(kEntryHeaderSize) + ".." +
-             std::to_string(kMaxBundleEntryBytes) + " bytes";
-    }
-    const json::Value& digest = *e.find("sha256");
-    if (digest.kind != json::Value::Kind::String || digest.text.size() != 64 || !from_hex(digest.text, m.sha256) ||
-        to_hex(m.sha256) != digest.text) {
-      return "member " + m.name + ": sha256 must be 64 lowercase hex digits";
-    }
-    m.size = static_cast<std::uint64_t>(n.integer);
     m.offset = offset;
     offset += m.size;
     total += m.size;
