@@ -1,5 +1,5 @@
 """The cache's stores as the bundles see them (cpp/jitkernel/cache/store.hpp, entry_folder.hpp; bindings in
-cpp/bindings/cache_bundle.cpp): the entry layout is the core's alone (name from key and back, header size, checks),
+cpp/bindings/services/cache_bundle.cpp): the entry layout is the core's alone (name from key and back, header size, checks),
 a cache folder's entries are read as the cache reads them (no link, regular files only, checked), and `import_cache(
 into=)` writes a folder that the read-only tier accepts, and refuses one the tier would refuse."""
 from __future__ import annotations

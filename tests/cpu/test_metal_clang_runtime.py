@@ -2,7 +2,7 @@
 macOS builds) compiles on Linux with clang >= 16 (-fblocks, C++17, warnings as errors) against metal-cpp, with
 small stubs of the Apple system headers metal-cpp includes (tests/metal_shim/apple); and the Apple-only path of the
 Metal backend (cpp/jitkernel/metal/metal_backend.cpp with JITKERNEL_HAVE_METAL) and the Metal binding
-(cpp/bindings/metal_kernel.cpp) parse against nanobind. What it
+(cpp/bindings/objects/metal_kernel.cpp) parse against nanobind. What it
 proves: every metal-cpp class, method, enum and signature the runtime uses exists as used, and the code is valid
 C++. What it cannot: anything about running (no Objective-C runtime, no GPU; the stubs are never linked).
 """
@@ -13,7 +13,8 @@ import pytest
 import _metal_clang as mc
 
 METAL_SOURCES = sorted((mc.REPO / "cpp" / "jitkernel" / "metal").glob("*.cpp"))
-APPLE_BINDINGS = [mc.REPO / "cpp" / "jitkernel" / "metal" / "metal_backend.cpp", mc.REPO / "cpp" / "bindings" / "metal_kernel.cpp"]
+APPLE_BINDINGS = [mc.REPO / "cpp" / "jitkernel" / "metal" / "metal_backend.cpp",
+                  mc.REPO / "cpp" / "bindings" / "objects" / "metal_kernel.cpp"]
 # The core's include path as jitkernel_add_core sets it (cmake/jitkernel_core.cmake): cpp/ and its vendored headers.
 CORE_INCLUDES = ["-I", str(mc.REPO / "cpp"), "-I", str(mc.REPO / "cpp" / "third_party")]
 RUNTIME_FLAGS = ["-std=c++17", "-fblocks", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Werror"]
@@ -76,5 +77,5 @@ def test_apple_bindings_parse(tools, path):
     clang, _ = tools
     nanobind, python = mc.need(mc.find_nanobind()), mc.need(mc.python_include())
     result = mc.run_clang([clang, "-std=c++17", "-fsyntax-only", "-DJITKERNEL_HAVE_METAL", "-isystem", str(nanobind),
-                           "-isystem", str(python), *CORE_INCLUDES, "-I", str(path.parent), str(path)])
+                           "-isystem", str(python), *CORE_INCLUDES, "-I", str(mc.REPO / "cpp" / "bindings"), str(path)])
     assert result.returncode == 0, f"clang rejected {path.name} with JITKERNEL_HAVE_METAL:\n{result.stderr}"

@@ -139,7 +139,7 @@ def test_xla_handler_reports_the_vendored_api_version():
 
 def test_no_dlpack_or_xla_ffi_struct_is_declared_by_hand():
     files = repository_sources()
-    assert CPP / "bindings" / "dlpack.hpp" in files and CPP / "jitkernel" / "xla" / "ffi_abi.hpp" in files
+    assert CPP / "bindings" / "call" / "dlpack.hpp" in files and CPP / "jitkernel" / "xla" / "ffi_abi.hpp" in files
     found = [f"{p.relative_to(REPO)}: {what}" for p in files
              for what in hand_declarations(p.read_text(encoding="utf-8", errors="replace"))]
     assert not found, ("DLPack / XLA FFI declarations outside cpp/third_party (use the vendored headers' types):\n"
@@ -147,7 +147,7 @@ def test_no_dlpack_or_xla_ffi_struct_is_declared_by_hand():
 
 
 def test_the_vendored_headers_are_included_only_through_their_wrappers():
-    wrappers = {"dlpack/dlpack.h": CPP / "bindings" / "dlpack.hpp",
+    wrappers = {"dlpack/dlpack.h": CPP / "bindings" / "call" / "dlpack.hpp",
                 "xla/ffi/api/c_api.h": CPP / "jitkernel" / "xla" / "ffi_abi.hpp"}
     include = re.compile(r'^\s*#\s*include\s+["<]([^">]+)[">]', re.M)
     for path in repository_sources():

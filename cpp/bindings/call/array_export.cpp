@@ -1,0 +1,106 @@
+// Array export: a launch's results back to Python: the caller's own
+// `outputs=` arrays, the arrays the inputs' framework allocated
+// (output_allocation.cpp), or jitkernel's pool outputs in the framework of
+// the call's inputs (torch tensors through its DLPack exchange API or a
+// capsule, JAX through its from_dlpack), jk.Array without one.
+#include <utility>
+
+#include "objects/array.hpp"
+#include "call/convert_detail.hpp"
+
+namespace jk::py {
+
+// The framework's own from_dlpack (torch.from_dlpack, cupy.from_dlpack).
+nb::object module_from_dlpack(const FrameworkRow& row) {
+  nb::object module = loaded_module(row.modules[0]);
+  return module.is_valid() ? module.attr("from_dlpack") : nb::none();
+}
+
+// jax.numpy's from_dlpack, else jax.dlpack's.
+nb::object jax_from_dlpack(const FrameworkRow& /*row*/) {
+  nb::object jnp = nb::module_::import_("jax.numpy");
+  if (auto f = optional_attr(jnp, "from_dlpack")) return *f;
+  return nb::module_::import_("jax.dlpack").attr("from_dlpack");
+}
+
+// torch's importer for a bare capsule (torch._C._from_dlpack when present):
+// torch.from_dlpack first probes the capsule for __dlpack__, a failed
+// attribute lookup that costs more than the import itself.
+nb::object torch_capsule_converter(const FrameworkRow& row) {
+  nb::object torch = loaded_module(row.modules[0]);
+  auto direct = optional_attr(torch.attr("_C"), "_from_dlpack");
+  return direct ? *direct : torch.attr("from_dlpack");
+}
+
+namespace {
+
+// The row's converter (a hook's result, found once), or an invalid handle
+// for frameworks whose calls return jk.Array.
+nb::handle cached_converter(nb::object* cache, nb::object (*find)(const FrameworkRow&), Framework fw) {
+  if (find == nullptr) return nb::handle();
+  nb::object& converter = cache[static_cast<int>(fw)];
+  if (!converter.is_valid()) converter = find(framework_row(fw));
+  return converter;
+}
+
+}  // namespace
+
+nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call) {
+  if (call.provided_outputs.is_valid()) {  // the caller's arrays, in a new list
+    PyObject* seq = call.provided_outputs.ptr();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    nb::list given = nb::steal<nb::list>(PyList_New(n));
+    if (!given.is_valid()) throw nb::python_error();
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+      Py_INCREF(item);
+      PyList_SET_ITEM(given.ptr(), i, item);
+    }
+    return given;
+  }
+  if (!call.allocated.empty()) {  // allocated by the inputs' framework (output_allocation.cpp)
+    nb::list allocated = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(call.allocated.size())));
+    if (!allocated.is_valid()) throw nb::python_error();
+    for (std::size_t i = 0; i < call.allocated.size(); ++i)
+      PyList_SET_ITEM(allocated.ptr(), static_cast<Py_ssize_t>(i), nb::object(call.allocated[i]).release().ptr());
+    return allocated;
+  }
+  nb::list out;
+  const Framework fw = call.framework;
+  const FrameworkRow& row = framework_row(fw);
+  FrameworkCache& fc = framework_cache();
+  nb::handle converter = cached_converter(fc.converter, row.find_converter, fw);
+  const bool converter_valid = converter.is_valid() && !converter.is_none();
+  // Torch on its own current stream: hand over a capsule (no stream ordering
+  // needed, skipping the protocol's round trips). Otherwise the framework
+  // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
+  const bool capsule_direct = row.direct_on_current_stream && call.stream_is_framework_current;
+  if (converter_valid && capsule_direct)
+    converter = cached_converter(fc.capsule_converter, row.find_capsule_converter, fw);
+  if (capsule_direct && call.exchange != nullptr) {
+    // Straight into torch tensors through its exchange API (no capsule, no Python call).
+    for (auto& r : results) {
+      dlpack::ManagedTensorVersioned* managed = export_managed(r);
+      void* tensor = nullptr;
+      // The callee owns `managed` from here, whatever it returns.
+      if (call.exchange->managed_tensor_to_py_object_no_sync(managed, &tensor) != 0 || !tensor) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_RuntimeError, "torch's DLPack exchange API could not wrap an output");
+        throw nb::python_error();
+      }
+      out.append(nb::steal(static_cast<PyObject*>(tensor)));
+    }
+    return out;
+  }
+  for (auto& r : results) {
+    if (converter_valid && capsule_direct) {
+      out.append(converter(export_capsule(r, false)));
+      continue;
+    }
+    nb::object arr = nb::cast(PyArray{std::move(r), call.stream});
+    out.append(converter_valid ? converter(arr) : arr);
+  }
+  return out;
+}
+
+}  // namespace jk::py

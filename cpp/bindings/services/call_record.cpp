@@ -1,0 +1,277 @@
+// The serialised call (engine/call_record.hpp) for Python: the two halves a
+// traced front writes (the kernel, the call; the torch op carries them as
+// its string arguments, XLA as one record), and their decoding back into
+// what Python rebuilds a kernel and a call from. One codec, in C++; Python
+// never parses these texts itself.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <string>
+
+#include "bindings.hpp"
+#include "call/compile_options.hpp"
+#include "call/convert.hpp"
+#include "objects/dtypes.hpp"
+#include "call/template_args.hpp"
+#include "jitkernel/core/errors.hpp"
+#include "jitkernel/core/text.hpp"
+#include "jitkernel/engine/call_record.hpp"
+
+namespace jk::py {
+namespace {
+
+std::vector<std::string> names_arg(nb::handle value, const char* argument) {
+  std::vector<std::string> names;
+  sequence_arg(value, argument, "a list of str");
+  for_each_item(value, argument, [&](std::size_t i, nb::handle item) {
+    if (!nb::isinstance<nb::str>(item)) throw ArgumentTypeError(argument, item_text(argument, i) + " is not a str");
+    names.push_back(nb::cast<std::string>(item));
+  });
+  return names;
+}
+
+// None, or a list of extents each an int >= 0 or None (fixed only at run time).
+std::optional<std::vector<std::int64_t>> extents_arg(nb::handle value, const std::string& what) {
+  if (value.is_none()) return std::nullopt;
+  sequence_arg(value, what.c_str(), "a list of extents (int or None)");
+  std::vector<std::int64_t> out;
+  for_each_item(value, what.c_str(), [&](std::size_t, nb::handle item) {
+    std::int64_t v = kUnfixed;
+    if (!item.is_none() && (int_value(item, &v) != IntResult::Ok || v < 0)) {
+      throw ArgumentTypeError(what.c_str(), "expected extents that are ints >= 0 or None, got " + repr_text(item));
+    }
+    out.push_back(v);
+  });
+  return out;
+}
+
+std::optional<Dim3> dims_arg(nb::handle value, const char* argument) {
+  std::optional<std::vector<std::int64_t>> d = extents_arg(value, argument);
+  if (!d) return std::nullopt;
+  if (d->size() != 3) throw ArgumentError(argument, "expected 3 extents (x, y, z)");
+  return Dim3{(*d)[0], (*d)[1], (*d)[2]};
+}
+
+// ("array", dtype or None, extents or None) | ("scalar", value) | ("scalar", dtype, None)
+RecordedInput input_arg(nb::handle item, std::size_t i, const std::vector<std::string>& names, bool widen_int) {
+  const ItemRef where{"input", i, &names};
+  const std::string what = item_text("inputs", i);
+  if (!nb::isinstance<nb::tuple>(item) || nb::len(item) < 2 || nb::len(item) > 3) {
+    throw ArgumentTypeError("inputs", what + ": expected ('array', dtype, shape), ('scalar', value) or "
+                                             "('scalar', dtype, None)");
+  }
+  nb::tuple t = nb::borrow<nb::tuple>(item);
+  const bool array = nb::isinstance<nb::str>(t[0]) && nb::cast<std::string>(t[0]) == "array";
+  RecordedInput in;
+  in.is_scalar = !array;
+  if (array || nb::len(t) == 3) {
+    if (array && nb::len(t) != 3) throw ArgumentTypeError("inputs", what + ": expected ('array', dtype, shape)");
+    if (!t[1].is_none()) in.dtype = dtype_arg(t[1], "inputs", where);
+    if (array) in.shape = extents_arg(t[2], what + ".shape");
+    if (!array && (!in.dtype || !t[2].is_none())) {
+      throw ArgumentTypeError("inputs", what + ": a scalar fixed at run time is ('scalar', dtype, None)");
+    }
+    return in;
+  }
+  Scalar s;
+  if (!scalar_value(t[1], widen_int, "inputs", where, &s)) {
+    throw ArgumentTypeError("inputs", where.prefix() + "expected a Python/NumPy scalar, got " + type_text(t[1]));
+  }
+  in.dtype = s.dtype;
+  in.value = s;
+  return in;
+}
+
+std::string encode_kernel_py(const std::string& name, nb::handle input_names, nb::handle output_names,
+                             const std::string& source, const std::string& header, bool ensure_row_contiguous,
+                             int shared_memory, nb::handle compile_options, nb::handle backward) {
+  RecordedKernel k;
+  k.spec.name = name;
+  k.names_given = !input_names.is_none() || !output_names.is_none();
+  if (k.names_given) {
+    k.spec.input_names = names_arg(input_names.is_none() ? nb::handle(nb::list()) : input_names, "input_names");
+    k.spec.output_names = names_arg(output_names.is_none() ? nb::handle(nb::list()) : output_names, "output_names");
+  }
+  k.spec.source = source;
+  k.spec.header = header;
+  k.spec.ensure_row_contiguous = ensure_row_contiguous;
+  k.spec.shared_memory = shared_memory;
+  k.spec.cuda_options = compile_options_arg(compile_options);
+  if (!backward.is_none()) k.backward = nb::cast<std::string>(backward);
+  return encode_kernel(k);
+}
+
+std::string encode_call_py(nb::handle input_names, nb::handle output_names, nb::handle inputs, nb::handle outputs,
+                           nb::handle templ, nb::handle grid, nb::handle threadgroup, nb::handle init_value,
+                           bool verbose, bool dict_form, int extra_operands, bool widen_int) {
+  RecordedCall c;
+  c.input_names = names_arg(input_names, "input_names");
+  c.output_names = names_arg(output_names, "output_names");
+  sequence_arg(inputs, "inputs", "a list of input entries");
+  for_each_item(inputs, "inputs", [&](std::size_t i, nb::handle item) {
+    c.inputs.push_back(input_arg(item, i, c.input_names, widen_int));
+  });
+  sequence_arg(outputs, "outputs", "a list of (dtype, shape) pairs");
+  for_each_item(outputs, "outputs", [&](std::size_t i, nb::handle item) {
+    const std::string what = item_text("outputs", i);
+    if (!nb::isinstance<nb::tuple>(item) || nb::len(item) != 2) {
+      throw ArgumentTypeError("outputs", what + ": expected (dtype, shape)");
+    }
+    nb::tuple t = nb::borrow<nb::tuple>(item);
+    c.outputs.push_back(RecordedOutput{dtype_arg(t[0], "output_dtypes", ItemRef{"output", i, &c.output_names}),
+                                       extents_arg(t[1], what + ".shape")});
+  });
+  if (c.inputs.size() != c.input_names.size() || c.outputs.size() != c.output_names.size()) {
+    throw ArgumentError("inputs", "the call has " + std::to_string(c.inputs.size()) + " inputs and " +
+                                      std::to_string(c.outputs.size()) + " outputs for " +
+                                      std::to_string(c.input_names.size()) + " and " +
+                                      std::to_string(c.output_names.size()) + " names");
+  }
+  c.template_args = template_args(templ);
+  c.grid = dims_arg(grid, "grid");
+  c.threadgroup = dims_arg(threadgroup, "threadgroup");
+  c.init_value = init_value_arg(init_value);
+  c.verbose = verbose;
+  c.dict_form = dict_form;
+  c.extra_operands = extra_operands;
+  return encode_call(c);
+}
+
+// ---- decoding into Python values ----
+
+// The text of a str (UTF-8) or bytes argument; anything else, or a str that is not UTF-8, is refused naming it.
+std::string text_arg(nb::handle text, const char* argument) {
+  if (nb::isinstance<nb::bytes>(text)) {
+    return std::string(PyBytes_AS_STRING(text.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(text.ptr())));
+  }
+  if (!nb::isinstance<nb::str>(text)) {
+    throw ArgumentTypeError(argument, "expected a serialised jitkernel call (str), got " + type_text(text));
+  }
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (utf8 == nullptr) {
+    PyErr_Clear();
+    throw ArgumentError(argument, "not a jitkernel call: the text is not valid Unicode (a lone surrogate)");
+  }
+  return std::string(utf8, static_cast<std::size_t>(size));
+}
+
+nb::object extents_object(const std::optional<std::vector<std::int64_t>>& shape) {
+  if (!shape) return nb::none();
+  nb::list l;
+  for (std::int64_t d : *shape) l.append(d == kUnfixed ? nb::none() : nb::cast(d));
+  return nb::tuple(l);
+}
+
+nb::list strings_object(const std::vector<std::string>& items) {
+  nb::list l;
+  for (const std::string& s : items) l.append(nb::str(s.data(), s.size()));
+  return l;
+}
+
+nb::dict options_object(const CudaCompileOptions& o) {
+  nb::dict d;
+  if (o.fast_math) d["math_mode"] = "fast";
+  if (!o.line_info) d["line_info"] = false;
+  if (o.debug) d["debug"] = true;
+  if (!o.defines.empty()) {
+    nb::dict defines;
+    for (const auto& [name, value] : o.defines) {
+      defines[nb::str(name.data(), name.size())] = value ? nb::object(nb::str(value->data(), value->size())) : nb::none();
+    }
+    d["defines"] = defines;
+  }
+  if (o.std != "c++17") d["std"] = o.std;
+  if (o.max_registers > 0) d["max_registers"] = o.max_registers;
+  if (!o.include_dirs.empty()) d["include_dirs"] = strings_object(o.include_dirs);
+  if (!o.extra_flags.empty()) d["extra_flags"] = strings_object(o.extra_flags);
+  return d;
+}
+
+// cuda_kernel's keyword arguments, and "backward".
+nb::dict kernel_object(const RecordedKernel& k) {
+  nb::dict d;
+  d["name"] = nb::str(k.spec.name.data(), k.spec.name.size());
+  d["input_names"] = k.names_given ? nb::object(strings_object(k.spec.input_names)) : nb::none();
+  d["output_names"] = k.names_given ? nb::object(strings_object(k.spec.output_names)) : nb::none();
+  d["source"] = nb::str(k.spec.source.data(), k.spec.source.size());
+  d["header"] = nb::str(k.spec.header.data(), k.spec.header.size());
+  d["ensure_row_contiguous"] = k.spec.ensure_row_contiguous;
+  d["shared_memory"] = k.spec.shared_memory;
+  d["compile_options"] = options_object(k.spec.cuda_options);
+  d["backward"] = k.backward.empty() ? nb::none() : nb::object(nb::str(k.backward.data(), k.backward.size()));
+  return d;
+}
+
+nb::object dims_object(const std::optional<Dim3>& d) {
+  if (!d) return nb::none();
+  return extents_object(std::vector<std::int64_t>{d->x, d->y, d->z});
+}
+
+nb::dict call_object(const RecordedCall& c) {
+  nb::dict d;
+  d["input_names"] = nb::tuple(strings_object(c.input_names));
+  d["output_names"] = nb::tuple(strings_object(c.output_names));
+  nb::list inputs;
+  for (const RecordedInput& in : c.inputs) {
+    nb::object dtype = in.dtype ? nb::borrow(dtype_object(*in.dtype)) : nb::none();
+    if (!in.is_scalar) {
+      inputs.append(nb::make_tuple("array", dtype, extents_object(in.shape)));
+    } else {
+      nb::object value = in.value ? nb::object(nb::bytes(in.value->bytes, dtype_size(*in.dtype))) : nb::none();
+      inputs.append(nb::make_tuple("scalar", dtype, value));
+    }
+  }
+  d["inputs"] = nb::tuple(inputs);
+  nb::list outputs;
+  for (const RecordedOutput& o : c.outputs) {
+    outputs.append(nb::make_tuple(nb::borrow(dtype_object(o.dtype)), extents_object(o.shape)));
+  }
+  d["outputs"] = nb::tuple(outputs);
+  nb::list templ;
+  for (const TemplateArg& a : c.template_args) {
+    nb::str name(a.name.data(), a.name.size());
+    if (a.kind == TemplateArg::Kind::DType) templ.append(nb::make_tuple(name, nb::borrow(dtype_object(a.dtype))));
+    else if (a.kind == TemplateArg::Kind::Bool) templ.append(nb::make_tuple(name, a.int_value != 0));
+    else templ.append(nb::make_tuple(name, a.int_value));
+  }
+  d["template"] = nb::tuple(templ);
+  d["grid"] = dims_object(c.grid);
+  d["threadgroup"] = dims_object(c.threadgroup);
+  d["init_value"] = c.init_value ? nb::cast(*c.init_value) : nb::none();
+  d["verbose"] = c.verbose;
+  d["dict_form"] = c.dict_form;
+  d["extra_operands"] = c.extra_operands;
+  return d;
+}
+
+void bind(nb::module_& m) {
+  m.def("encode_kernel", &encode_kernel_py, nb::arg("name"), nb::arg("input_names").none(),
+        nb::arg("output_names").none(), nb::arg("source"), nb::arg("header"), nb::arg("ensure_row_contiguous"),
+        nb::arg("shared_memory"), nb::arg("compile_options").none(), nb::arg("backward").none(),
+        "The serialised kernel (engine/call_record.hpp) of cuda_kernel's arguments (internal).");
+  m.def("encode_call", &encode_call_py, nb::arg("input_names"), nb::arg("output_names"), nb::arg("inputs"),
+        nb::arg("outputs"), nb::arg("template").none(), nb::arg("grid").none(), nb::arg("threadgroup").none(),
+        nb::arg("init_value").none(), nb::arg("verbose"), nb::arg("dict_form"), nb::arg("extra_operands"),
+        nb::arg("widen_int"),
+        "The serialised call of a kernel call; None sizes are fixed by the caller at run time (internal).");
+  m.def("encode_record", [](std::string_view k, std::string_view c) { return encode_record(k, c); },
+        nb::arg("kernel"), nb::arg("call"), "The record text of a serialised kernel and call (internal).");
+  m.def("decode_kernel", [](nb::handle text, const char* argument) {
+          return kernel_object(decode_kernel(text_arg(text, argument), argument));
+        }, nb::arg("text"), nb::arg("argument"),
+        "cuda_kernel's arguments (and 'backward') from a serialised kernel; ArgumentError naming `argument`.");
+  m.def("decode_call", [](nb::handle text, const char* argument) {
+          return call_object(decode_call(text_arg(text, argument), argument));
+        }, nb::arg("text"), nb::arg("argument"), "A serialised call as a dict (internal).");
+  m.def("decode_record", [](nb::handle text, const char* argument) {
+          auto [k, c] = decode_record(text_arg(text, argument), argument);
+          return nb::make_tuple(kernel_object(k), call_object(c));
+        }, nb::arg("text"), nb::arg("argument"), "A record as (kernel arguments, call) dicts (internal).");
+}
+
+const Registration reg(order::kernel + 6, "call_record", bind);
+
+}  // namespace
+}  // namespace jk::py
