@@ -1,4 +1,4 @@
-// What bundles (python/jitkernel/_bundle.py) need of the compile cache:
+// What bundles (python/jitkernel/_fleet/bundle.py) need of the compile cache:
 // checking that bytes are a valid entry file for the key their name gives
 // (the cache's own header and checksum check), whole or streamed in pieces
 // (import verifies a bundle with memory that does not grow with it), and

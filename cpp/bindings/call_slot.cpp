@@ -189,7 +189,7 @@ namespace {
 
 void bind(nb::module_& m) {
   on_clear_caches(&clear_call_slot_cache);
-  // The call's keywords and the required ones, for the Python paths that mirror the call slot (_traced_call.py).
+  // The call's keywords and the required ones, for the Python paths that mirror the call slot (traced_call.py).
   nb::list keywords, required;
   for (const char* k : kCallKeywords) keywords.append(k);
   for (int i : kRequired) required.append(kCallKeywords[i]);

@@ -20,6 +20,18 @@ __all__ = [
 ]
 
 
+# Where the toolkit search looked for NVRTC and why (``_toolkit_search.search_notes``), added to the core's "NVRTC
+# not found" message. ``import jitkernel`` registers it (``register_nvrtc_notes``): this module, the bottom of the
+# package, imports none of it, while the search imports this module to raise its errors.
+_nvrtc_notes = None
+
+
+def register_nvrtc_notes(notes) -> None:
+    """Sets the function ``notes(with_hint: bool) -> str`` that ``CudaNotAvailableError`` adds to NVRTC errors."""
+    global _nvrtc_notes
+    _nvrtc_notes = notes
+
+
 class JitKernelError(Exception):
     """Base class of every error jitkernel raises."""
 
@@ -67,11 +79,9 @@ class CudaNotAvailableError(JitKernelError, RuntimeError):
 
     @classmethod
     def _from_core(cls, message: str) -> "CudaNotAvailableError":
-        # The core knows the path it failed to load; _toolkit_search knows where it looked and why.
-        if "nvrtc" in message.lower():
-            from . import _toolkit_search
-
-            notes = _toolkit_search.search_notes(with_hint="pip install" not in message)
+        # The core knows the path it failed to load; the toolkit search knows where it looked and why.
+        if "nvrtc" in message.lower() and _nvrtc_notes is not None:
+            notes = _nvrtc_notes(with_hint="pip install" not in message)
             if notes:
                 message = f"{message}\n{notes}"
         return cls(message)

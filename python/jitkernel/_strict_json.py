@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 
+from ._dtypes import dtype
+from ._errors import ArgumentError, ArgumentTypeError
+
 
 class JsonError(ValueError):
     """Text refused by ``loads``; the message says what and where (``kernel.name``, ...)."""
@@ -103,9 +106,6 @@ def check_type(value, kind, what: str) -> None:
 
 def dtype_field(name, what: str):
     """The ``jk.DType`` a field names, else JsonError naming ``what``."""
-    from ._dtypes import dtype
-    from ._errors import ArgumentError, ArgumentTypeError
-
     check_type(name, str, what)
     try:
         return dtype(name)

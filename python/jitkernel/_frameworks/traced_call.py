@@ -3,8 +3,9 @@
 A ``CudaKernel`` call runs in C++ (cpp/bindings/cuda_kernel.cpp) unless an array is being traced -- a torch.Tensor
 subclass such as FakeTensor or FunctionalTensor (``torch.compile``, ``torch.export``, ``make_fx``), a JAX tracer
 (``jax.jit``, ``jax.grad``, ``vmap``) -- or the kernel has a backward (``kernel.vjp``) and torch autograd must record
-the call. Then the C++ call slot hands the call to ``_call_traced``, which comes here: torch calls become the
-``jitkernel::launch`` op (``_torch_ops``), JAX calls an XLA FFI custom call (``_jax_call``).
+the call. Then the C++ call slot hands the call to ``_call_traced``, which comes here (``call``, registered by
+``import jitkernel`` as the kernel layer's ``call_routes.traced``): torch calls become the ``jitkernel::launch`` op
+(``torch_ops``), JAX calls an XLA FFI custom call (``jax_call``).
 
 ``torch.compile`` never enters the C++ call slot: TorchDynamo reads ``type(kernel).__call__`` to trace a call, and
 finds ``dynamo_call`` there (``expose_to_dynamo``), while CPython keeps calling the C slot. So this module's torch
@@ -13,66 +14,11 @@ path is written for TorchDynamo to trace: plain Python on the arguments, no C ca
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
-from . import _core
-from ._errors import ArgumentTypeError
-
-
-@dataclass
-class TracedCall:
-    """A call in the list form, names resolved: what a framework path records."""
-
-    input_names: tuple
-    output_names: tuple
-    inputs: list
-    output_shapes: list | None
-    output_dtypes: list | None
-    grid: tuple
-    threadgroup: tuple
-    template: list | None
-    init_value: object
-    outputs: list | None
-    verbose: bool
-    dict_form: bool
-
-
-def _ordered(value, names):
-    """A dict's values in ``names`` order, or None when its keys differ; anything else unchanged."""
-    if not isinstance(value, dict):
-        return value
-    if len(value) != len(names) or any(n not in value for n in names):
-        return None
-    return [value[n] for n in names]
-
-
-def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
-              verbose) -> TracedCall:
-    """The call with dicts turned into lists in name order. Plain Python for TorchDynamo; any mismatch is left to
-    the C++ resolver, which raises the same error an eager call gets."""
-    dict_form = any(isinstance(v, dict) for v in (inputs, output_shapes, output_dtypes, outputs))
-    in_names, out_names = kernel.input_names, kernel.output_names
-    if dict_form:
-        if in_names is None and isinstance(inputs, dict):
-            in_names = tuple(inputs)
-        for value in (output_shapes, output_dtypes, outputs):
-            if out_names is None and isinstance(value, dict):
-                out_names = tuple(value)
-        resolved = [_ordered(inputs, in_names or ())] + [_ordered(v, out_names or ())
-                                                         for v in (output_shapes, output_dtypes, outputs)]
-        if in_names is None or out_names is None or any(
-                r is None and v is not None for r, v in zip(resolved, (inputs, output_shapes, output_dtypes,
-                                                                       outputs))):
-            _core._resolve_call(inputs, output_shapes, output_dtypes, outputs, kernel.input_names,
-                                kernel.output_names, kernel._factory, False)  # raises the eager call's error
-            raise ArgumentTypeError("inputs", "inputs and outputs must be dicts keyed by the kernel's names")
-        inputs, output_shapes, output_dtypes, outputs = resolved
-    if in_names is None or out_names is None:
-        raise ArgumentTypeError("inputs", "this kernel was made without input_names/output_names: pass inputs "
-                                          "and outputs as dicts keyed by name")
-    return TracedCall(tuple(in_names), tuple(out_names), list(inputs), output_shapes and list(output_shapes),
-                      output_dtypes and list(output_dtypes), tuple(grid), tuple(threadgroup), template, init_value,
-                      outputs and list(outputs), bool(verbose), dict_form)
+from .. import _core
+from .._errors import ArgumentTypeError
+from . import jax_call, torch_ops
+from .call_form import list_form
 
 
 def _is_jax_tracer(value) -> bool:
@@ -100,15 +46,11 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
             _is_jax_tracer(v) for v in (outputs.values() if isinstance(outputs, dict) else outputs or ())):
         if stream is not None:
             raise ArgumentTypeError("stream", "a call traced by JAX runs on XLA's stream; omit stream=")
-        from . import _jax_call
-
-        return _jax_call.call(kernel, list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup,
-                                                template, init_value, outputs, verbose))
-    from . import _torch_ops
-
-    return _torch_ops.call(kernel, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
-                           grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
-                           stream=stream, outputs=outputs, verbose=verbose)
+        return jax_call.call(kernel, list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup,
+                                               template, init_value, outputs, verbose))
+    return torch_ops.call(kernel, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
+                          grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
+                          stream=stream, outputs=outputs, verbose=verbose)
 
 
 _KEYWORDS = _core._call_keywords  # the C call slot's, in its order (cpp/bindings/cuda_kernel.cpp)
@@ -124,15 +66,13 @@ def dynamo_call(self, *args, **kwargs):
     How it works: this is ``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython
     calls the C slot instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands
     over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error."""
-    from . import _torch_ops
-
-    if (_torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
+    if (torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
             and all(k in kwargs for k in _REQUIRED)):
         full = dict(zip(_KEYWORDS, (None,) * len(_KEYWORDS)))
         full["verbose"] = False
         full.update(kwargs)
         reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
-        return _torch_ops.call(self, **full)
+        return torch_ops.call(self, **full)
     return _core.CudaKernelBase.__call__(self, *args, **kwargs)
 
 

@@ -13,9 +13,9 @@ output_dtypes=)`` with ``.template(T=...)``, called with the inputs as keyword a
 """
 from __future__ import annotations
 
-from . import _core
-from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError
+from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
-    from ._call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
-                              Template, Unpack)
+    from .call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
+                             Template, Unpack)
 
 _MATH_MODES = ("safe", "relaxed", "fast")
 
