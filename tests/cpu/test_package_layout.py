@@ -44,6 +44,10 @@ FRONT = {"jitkernel", "jitkernel.fast", "jitkernel.__main__", "jitkernel._demo"}
 
 # "module -> imported jitkernel module" pairs allowed inside a function, each with its reason. Empty: none is needed.
 FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {}
+# What a function may import itself: optional third-party modules (`import jitkernel` imports no framework, NumPy
+# included) and standard modules that cost milliseconds of `import jitkernel` for a rare use (SASS disassembly).
+OPTIONAL = {"torch", "jax", "numpy", "ml_dtypes", "cuda"}
+COSTLY = {"subprocess", "tempfile", "shutil"}
 
 
 def _modules() -> dict:
@@ -79,20 +83,21 @@ def _package_of(module: str) -> str:
     return module if is_package else module.rpartition(".")[0]
 
 
-def _targets(module: str, node) -> list:
-    """The jitkernel modules an import statement imports (``from pkg import name`` imports pkg.name when that
-    is a module, else pkg itself)."""
-    if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
+def _ours(name: str) -> bool:
+    return name == "jitkernel" or name.startswith("jitkernel.")
+
+
+def _from_targets(module: str, node: ast.ImportFrom) -> list:
+    """The jitkernel modules a ``from ... import`` imports (``from pkg import name`` imports pkg.name when that is
+    a module, else pkg itself)."""
+    if node.level:
+        base = _package_of(module).split(".")
+        base = ".".join(base[:len(base) - node.level + 1])
+        source = f"{base}.{node.module}" if node.module else base
     else:
-        if node.level:
-            base = _package_of(module).split(".")
-            base = ".".join(base[:len(base) - node.level + 1])
-            source = f"{base}.{node.module}" if node.module else base
-        else:
-            source = node.module or ""
-        names = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in KNOWN else source for alias in node.names]
-    return [n for n in names if n == "jitkernel" or n.startswith("jitkernel.")]
+        source = node.module or ""
+    names = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in KNOWN else source for alias in node.names]
+    return [n for n in names if _ours(n)]
 
 
 class Import:
@@ -108,18 +113,23 @@ def _read(module: str) -> str:
         return f.read()
 
 
-def _imports(module: str) -> list:
+def _imports(module: str, text: str | None = None) -> list:
+    """The import statements of ``module`` (its source, or ``text``), at any depth."""
     found = []
 
     def visit(node, in_function: bool):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                name = child.names[0].name if isinstance(child, ast.Import) else child.module or "."
-                for target in _targets(module, child) or [None]:
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.append(Import(alias.name if _ours(alias.name) else None, alias.name, child.lineno,
+                                        in_function))
+            elif isinstance(child, ast.ImportFrom):
+                name = "." * child.level + (child.module or "")
+                for target in _from_targets(module, child) or [None]:
                     found.append(Import(target, name, child.lineno, in_function))
             visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
 
-    visit(ast.parse(_read(module), MODULES[module]), False)
+    visit(ast.parse(_read(module) if text is None else text), False)
     return found
 
 
@@ -146,6 +156,15 @@ def test_the_scan_finds_the_package():
     edges = _edges()
     assert "jitkernel._kernels.front" in edges["jitkernel._kernels.cuda_kernel"]
     assert "jitkernel._core" in edges["jitkernel._kernels.front"]
+
+
+def test_the_scan_reads_imports_at_any_depth():
+    text = ("import os, jitkernel.fast\nfrom . import front\nclass K:\n    def f(self):\n"
+            "        if True:\n            from .. import _core, __version__\n            import numpy\n")
+    found = [(i.target, i.name, i.line, i.in_function) for i in _imports("jitkernel._kernels.cuda_kernel", text)]
+    assert found == [(None, "os", 1, False), ("jitkernel.fast", "jitkernel.fast", 1, False),
+                     ("jitkernel._kernels.front", ".", 2, False), ("jitkernel._core", "..", 6, True),
+                     ("jitkernel", "..", 6, True), (None, "numpy", 7, True)]
 
 
 def test_every_module_has_a_layer():
@@ -208,10 +227,13 @@ def _commented(lines: list, line: int) -> bool:
     return at >= 0 and lines[at].lstrip().startswith("#")
 
 
-def test_function_level_imports_say_why():
+def test_function_level_imports_are_optional_or_costly_and_say_why():
     lines = {module: _read(module).splitlines() for module in MODULES}
-    silent = [f"{module}:{i.line} imports {i.name}" for module, imports in GRAPH.items() for i in imports
-              if i.in_function and not _commented(lines[module], i.line)]
+    inside = [(module, i) for module, imports in GRAPH.items() for i in imports if i.in_function]
+    other = [f"{module}:{i.line} imports {i.name}" for module, i in inside
+             if i.name.split(".")[0] not in OPTIONAL | COSTLY]
+    assert not other, "import these at module level (or name them in OPTIONAL / COSTLY, with why):\n" + "\n".join(other)
+    silent = [f"{module}:{i.line} imports {i.name}" for module, i in inside if not _commented(lines[module], i.line)]
     assert not silent, ("an import inside a function needs a comment saying why it is there (an optional "
                         "framework, or import time):\n" + "\n".join(silent))
 
