@@ -4,7 +4,8 @@
 #
 #   jitkernel_add_core(<target> <cpp_dir> <generated_dir> <version>)
 #
-# cpp_dir holds jitkernel/<stage>/...; generated_dir holds metal_utils_text.inc (written by
+# cpp_dir holds jitkernel/<stage>/... and third_party/ (the vendored official headers the core includes:
+# xla/ffi/api/c_api.h; cpp/third_party/README.md); generated_dir holds metal_utils_text.inc (written by
 # cmake/embed_metal_utils.cmake). Sets JITKERNEL_CORE_SOURCES in the caller's scope. The Metal runtime
 # (cpp/jitkernel/metal/ but metal_backend.cpp) is not in this list: CMakeLists.txt adds it on Apple.
 function(jitkernel_add_core target cpp_dir generated_dir version)
@@ -24,7 +25,8 @@ function(jitkernel_add_core target cpp_dir generated_dir version)
   add_library(${target} STATIC ${sources} ${generated_dir}/metal_utils_text.inc)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_compile_features(${target} PUBLIC cxx_std_17)
-  target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${cpp_dir}>")
+  target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${cpp_dir}>"
+                                              "$<BUILD_INTERFACE:${cpp_dir}/third_party>")
   target_include_directories(${target} PRIVATE ${generated_dir})
   target_compile_definitions(${target} PUBLIC JITKERNEL_VERSION="${version}")
   # The CUDA driver and NVRTC are dlopen'ed at run time; nothing links them.

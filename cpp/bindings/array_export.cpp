@@ -9,39 +9,38 @@
 #include "convert_detail.hpp"
 
 namespace jk::py {
-namespace {
 
-// The framework's from_dlpack (jax.numpy's, else jax.dlpack's), which
-// turns a jk.Array into the framework's array; None for other frameworks
-// (their calls return jk.Array).
-nb::object find_converter(Framework fw) {
-  if (fw == Framework::Torch || fw == Framework::CuPy) {
-    nb::object module = loaded_module(fw == Framework::Torch ? "torch" : "cupy");
-    return module.is_valid() ? module.attr("from_dlpack") : nb::none();
-  }
-  if (fw != Framework::Jax) return nb::none();
+// The framework's own from_dlpack (torch.from_dlpack, cupy.from_dlpack).
+nb::object module_from_dlpack(const FrameworkRow& row) {
+  nb::object module = loaded_module(row.modules[0]);
+  return module.is_valid() ? module.attr("from_dlpack") : nb::none();
+}
+
+// jax.numpy's from_dlpack, else jax.dlpack's.
+nb::object jax_from_dlpack(const FrameworkRow& /*row*/) {
   nb::object jnp = nb::module_::import_("jax.numpy");
   if (auto f = optional_attr(jnp, "from_dlpack")) return *f;
   return nb::module_::import_("jax.dlpack").attr("from_dlpack");
 }
 
-nb::handle output_converter(Framework fw) {
-  nb::object& converter = framework_cache().converter[static_cast<int>(fw)];
-  if (!converter.is_valid()) converter = find_converter(fw);
-  return converter;
-}
-
 // torch's importer for a bare capsule (torch._C._from_dlpack when present):
 // torch.from_dlpack first probes the capsule for __dlpack__, a failed
 // attribute lookup that costs more than the import itself.
-nb::handle torch_capsule_converter() {
-  FrameworkCache& fc = framework_cache();
-  if (!fc.torch_capsule_converter.is_valid()) {
-    nb::object torch = loaded_module("torch");
-    auto direct = optional_attr(torch.attr("_C"), "_from_dlpack");
-    fc.torch_capsule_converter = direct ? *direct : torch.attr("from_dlpack");
-  }
-  return fc.torch_capsule_converter;
+nb::object torch_capsule_converter(const FrameworkRow& row) {
+  nb::object torch = loaded_module(row.modules[0]);
+  auto direct = optional_attr(torch.attr("_C"), "_from_dlpack");
+  return direct ? *direct : torch.attr("from_dlpack");
+}
+
+namespace {
+
+// The row's converter (a hook's result, found once), or an invalid handle
+// for frameworks whose calls return jk.Array.
+nb::handle cached_converter(nb::object* cache, nb::object (*find)(const FrameworkRow&), Framework fw) {
+  if (find == nullptr) return nb::handle();
+  nb::object& converter = cache[static_cast<int>(fw)];
+  if (!converter.is_valid()) converter = find(framework_row(fw));
+  return converter;
 }
 
 }  // namespace
@@ -68,15 +67,16 @@ nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& ca
   }
   nb::list out;
   const Framework fw = call.framework;
-  nb::handle converter;
-  if (fw == Framework::Torch || fw == Framework::CuPy || fw == Framework::Jax)
-    converter = output_converter(fw);
+  const FrameworkRow& row = framework_row(fw);
+  FrameworkCache& fc = framework_cache();
+  nb::handle converter = cached_converter(fc.converter, row.find_converter, fw);
   const bool converter_valid = converter.is_valid() && !converter.is_none();
   // Torch on its own current stream: hand over a capsule (no stream ordering
   // needed, skipping the protocol's round trips). Otherwise the framework
   // calls jk.Array.__dlpack__ with its stream, which orders it after ours.
-  const bool capsule_direct = fw == Framework::Torch && call.stream_is_framework_current;
-  if (converter_valid && capsule_direct) converter = torch_capsule_converter();
+  const bool capsule_direct = row.direct_on_current_stream && call.stream_is_framework_current;
+  if (converter_valid && capsule_direct)
+    converter = cached_converter(fc.capsule_converter, row.find_capsule_converter, fw);
   if (capsule_direct && call.exchange != nullptr) {
     // Straight into torch tensors through its exchange API (no capsule, no Python call).
     for (auto& r : results) {

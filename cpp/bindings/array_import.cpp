@@ -240,12 +240,12 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
           PyErr_Clear();
         } else if (dl.device.device_type == dlpack::kCUDA) {
           pending.push_back({index, nb::borrow(item), &info, dl.device.device_id, true, dl});
-          return Framework::Torch;
+          return info.framework;
         }
       }
       if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
         pending.push_back({index, nb::borrow(item), &info, nb::cast<int>(item.attr("get_device")())});
-        return Framework::Torch;
+        return info.framework;
       }
     }
       [[fallthrough]];  // CPU (or other-device) tensors: DLPack decides
@@ -276,7 +276,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
 
 // Imports a pending device array for a launch on `stream` into `out` (whose
 // vectors' capacity is reused). Returns whether the array is read-only.
-bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
+bool import_pending(const PendingArray& p, std::uintptr_t stream, bool direct_read,
                     Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out) {
   if (!p.info) {  // jk.Array: order the launch after the stream that produced it
     const PyArray* a = jk_array_ptr(p.obj);
@@ -286,7 +286,7 @@ bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_dir
     out = a->array.view;
     return false;
   }
-  if (torch_direct && p.info->kind == Kind::TorchTensor) {
+  if (direct_read && p.info->kind == Kind::TorchTensor) {
     // Complex tensors go through DLPack, which honours their conj bit.
     if (p.has_dltensor && p.dltensor.dtype.code != dlpack::kComplexCode &&
         view_from_dltensor(p.dltensor, out))

@@ -1,117 +1,134 @@
-// What bundles (python/jitkernel/_fleet/bundle.py) need of the compile cache:
-// checking that bytes are a valid entry file for the key their name gives
-// (the cache's own header and checksum check), whole or streamed in pieces
-// (import verifies a bundle with memory that does not grow with it), and
+// What bundles (python/jitkernel/_fleet/bundle.py) need of the compile cache, so
+// that the entry layout is written down once, in the core: an entry's name
+// from its key and back, its header size, checking that bytes are a valid
+// entry file for a key (whole, or streamed in pieces: import verifies a
+// bundle with memory that does not grow with it), reading the entries of a
+// tier-shaped folder (export), writing entry files into one (import --into),
 // storing a payload through the cache's own atomic store (cap, private
-// folder, temp file + rename).
+// folder, temp file + rename), and reading a bundle file through the core's
+// bundle store (cache/bundle_file.hpp: every check of the format, streamed).
+// Writing a bundle file is bundle.py's.
+#include <Python.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "jitkernel/cache/bundle_file.hpp"
+#include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/entry.hpp"
+#include "jitkernel/cache/entry_folder.hpp"
+#include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 
 namespace jk::py {
 namespace {
 
-// 64 lowercase hex digits -> the key; false for anything else.
-bool key_from_hex(std::string_view hex, cache::Digest& key) {
-  if (hex.size() != 2 * key.size()) return false;
-  auto digit = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    key[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
-  return true;
-}
-
 cache::Digest key_arg(const std::string& hex) {
   cache::Digest key{};
-  if (!key_from_hex(hex, key))
+  if (!cache::from_hex(hex, key))
     throw ArgumentError("key", "expected 64 lowercase hex digits, got '" + hex.substr(0, 80) + "'");
   return key;
 }
 
-// Checks an entry file given in pieces (update) against `key` and the size
-// announced for it: the header against the key and the size, the payload
-// against the header's checksum, hashed as it comes. Memory does not depend
-// on the size.
-class EntryCheck {
- public:
-  EntryCheck(const std::string& key_hex, std::uint64_t size) : key_(key_arg(key_hex)), size_(size) {}
+std::string_view view(const nb::bytes& data) { return {data.c_str(), data.size()}; }
 
-  void update(std::string_view bytes) {
-    if (finished_) throw ArgumentError("data", "the entry check is finished");
-    const std::size_t to_header =
-        seen_ < header_.size() ? std::min(bytes.size(), header_.size() - static_cast<std::size_t>(seen_)) : 0;
-    if (to_header > 0) std::memcpy(header_.data() + seen_, bytes.data(), to_header);
-    payload_.update(bytes.data() + to_header, bytes.size() - to_header);
-    seen_ += bytes.size();
-  }
-
-  // "" when the pieces were a valid entry file for the key, of the size
-  // announced, else why not. The answer is kept: later calls repeat it.
-  const std::string& finish() {
-    if (finished_) return why_;
-    finished_ = true;
-    const cache::Digest checksum = payload_.finish();
-    if (seen_ != size_) {
-      why_ = "got " + std::to_string(seen_) + " bytes, expected " + std::to_string(size_);
-    } else if (size_ < cache::kEntryHeaderSize) {
-      why_ = "shorter than an entry header";
-    } else if (const char* why = cache::check_entry_header(header_, key_, size_)) {
-      why_ = why;
-    } else if (!cache::payload_checksum_matches(header_, checksum)) {
-      why_ = "bad checksum";
-    }
-    return why_;
-  }
-
- private:
-  cache::Digest key_;
-  std::uint64_t size_;
-  std::uint64_t seen_ = 0;
-  cache::EntryHeaderBytes header_{};
-  cache::Sha256 payload_;
-  bool finished_ = false;
-  std::string why_;
-};
+// Raises OSError(error, message or strerror(error)) (FileExistsError for
+// EEXIST, ...), as the os functions this code replaced did.
+[[noreturn]] void raise_os_error(int error, const char* message = nullptr) {
+  nb::object args = nb::make_tuple(error, message != nullptr ? std::string(message) : cache::errno_text(error));
+  PyErr_SetObject(PyExc_OSError, args.ptr());
+  throw nb::python_error();
+}
 
 // "" when `data` is a valid entry file for `key_hex`, else why not.
 std::string check_entry(const std::string& key_hex, std::string_view data) {
-  EntryCheck check(key_hex, data.size());
+  cache::EntryCheck check(key_arg(key_hex), data.size());
   check.update(data);
   return check.finish();
 }
 
-std::string_view view(const nb::bytes& data) { return {data.c_str(), data.size()}; }
+// The entries of a tier-shaped folder, sorted by name: (name, size).
+std::vector<std::tuple<std::string, std::uint64_t>> folder_entries(const cache::EntryFolder& folder) {
+  std::vector<cache::StoredFile> files;
+  {
+    nb::gil_scoped_release unlocked;
+    folder.list(files);
+  }
+  std::vector<std::tuple<std::string, std::uint64_t>> out;
+  for (cache::StoredFile& f : files) out.emplace_back(std::move(f.name), f.size);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
-void bind(nb::module_& m) {
+// The entry file `name` of a tier-shaped folder when it is a valid entry
+// of at most `max_bytes`, else None.
+nb::object folder_read(const cache::EntryFolder& folder, const std::string& name, std::uint64_t max_bytes) {
+  cache::Digest key{};
+  if (!cache::key_of_entry_name(name, key)) return nb::none();
+  std::string payload;
+  {
+    nb::gil_scoped_release unlocked;
+    if (folder.load(key, max_bytes, payload) != cache::Read::Hit) return nb::none();
+  }
+  // The entry file as a folder holds it: its header again (the same bytes:
+  // the check passed), then the payload, written once into the bytes object.
+  const cache::EntryHeaderBytes header = cache::encode_entry_header(key, payload);
+  nb::object out = nb::steal(PyBytes_FromStringAndSize(nullptr, Py_ssize_t(header.size() + payload.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  char* at = PyBytes_AS_STRING(out.ptr());
+  std::memcpy(at, header.data(), header.size());
+  std::memcpy(at + header.size(), payload.data(), payload.size());
+  return out;
+}
+
+void bind_entries(nb::module_& m) {
   using namespace nb::literals;
+  m.attr("_cache_entry_header_size") = cache::kEntryHeaderSize;
+  m.def(
+      "_cache_entry_key",
+      [](const std::string& name) -> std::optional<std::string> {
+        cache::Digest key{};
+        if (!cache::key_of_entry_name(name, key)) return std::nullopt;
+        return cache::to_hex(key);
+      },
+      "name"_a, "The key (hex) an entry file name stands for, or None when it is not one (internal: bundles).");
+  m.def(
+      "_cache_entry_name", [](const std::string& key_hex) { return cache::entry_name(key_arg(key_hex)); },
+      "key"_a, "The entry file name of a key (hex) (internal: bundles).");
   m.def(
       "_cache_entry_check",
       [](const std::string& key_hex, nb::bytes data) { return check_entry(key_hex, view(data)); }, "key"_a,
       "data"_a, "'' when data is a valid cache entry file for the key (hex), else why not (internal: bundles).");
-  nb::class_<EntryCheck>(m, "_CacheEntryCheck",
-                         "Checks a cache entry file given in pieces (internal: bundles stream theirs).")
-      .def(nb::init<const std::string&, std::uint64_t>(), "key"_a, "size"_a)
+  nb::class_<cache::EntryCheck>(m, "_CacheEntryCheck",
+                                "Checks a cache entry file given in pieces (internal: bundles stream theirs).")
+      .def("__init__",
+           [](cache::EntryCheck* self, const std::string& key_hex, std::uint64_t size) {
+             new (self) cache::EntryCheck(key_arg(key_hex), size);
+           },
+           "key"_a, "size"_a)
       .def(
           "update",
-          [](EntryCheck& self, nb::bytes data) { self.update(view(data)); },
+          [](cache::EntryCheck& self, nb::bytes data) {
+            if (self.finished()) throw ArgumentError("data", "the entry check is finished");
+            self.update(view(data));
+          },
           "data"_a, "Adds the next piece of the file.")
-      .def("finish", &EntryCheck::finish,
+      .def("finish", &cache::EntryCheck::finish,
            "'' when the pieces were a valid entry file for the key, of the announced size, else why not.");
   m.def(
       "_cache_store_entry",
@@ -125,6 +142,94 @@ void bind(nb::module_& m) {
       },
       "key"_a, "data"_a,
       "Stores a checked entry file's payload under its key through the cache's atomic store (internal: bundles).");
+}
+
+nb::list bundle_members(const cache::BundleFile& b) {
+  nb::list out;
+  for (const cache::BundleFile::Member& m : b.members()) {
+    out.append(nb::make_tuple(m.name, m.size, cache::to_hex(m.sha256)));
+  }
+  return out;
+}
+
+nb::bytes bundle_read(const cache::BundleFile& b, std::size_t index, std::uint64_t offset, std::size_t size) {
+  if (index >= b.members().size()) throw ArgumentError("index", "no such member");
+  if (size > (std::size_t{1} << 24)) throw ArgumentError("size", "read a member in pieces of at most 16 MiB");
+  std::string piece;
+  bool ok = false;
+  {
+    nb::gil_scoped_release unlocked;
+    ok = b.read(index, offset, size, piece);
+  }
+  if (!ok) throw ArgumentError("offset", "the bundle ends before this piece of member " + b.members()[index].name);
+  return nb::bytes(piece.data(), piece.size());
+}
+
+void bind_folders(nb::module_& m) {
+  using namespace nb::literals;
+  nb::class_<cache::BundleFile>(m, "_CacheBundle",
+                                "A bundle file opened and checked whole by the core's bundle store (internal: "
+                                "import).")
+      .def("__init__",
+           [](cache::BundleFile* self, const std::string& path, std::uint64_t max_bytes) {
+             nb::gil_scoped_release unlocked;  // checking streams the whole file
+             new (self) cache::BundleFile(path, max_bytes);
+           },
+           "path"_a, "max_bytes"_a)
+      .def_prop_ro("problem", &cache::BundleFile::problem, "Why the bundle is refused ('' when it passed).")
+      .def_prop_ro("version", &cache::BundleFile::version, "The jitkernel version that wrote it.")
+      .def("members", &bundle_members, "(name, size, sha256 hex) of each member, in file order.")
+      .def("read", &bundle_read, "index"_a, "offset"_a, "size"_a,
+           "`size` bytes of member `index` from `offset` within it.");
+  nb::class_<cache::EntryFolder>(m, "_CacheFolder",
+                                 "The entries of a tier-shaped folder (<folder>/kernels), read as found "
+                                 "(internal: export).")
+      .def(nb::init<const std::string&>(), "directory"_a)
+      .def_prop_ro("where", &cache::EntryFolder::where, "The kernels folder.")
+      .def_prop_ro("problem", &cache::EntryFolder::problem, "Why it cannot be read ('' when it can).")
+      .def("entries", &folder_entries, "(name, size) of each entry file, sorted by name.")
+      .def("read", &folder_read, "name"_a, "max_bytes"_a,
+           "The entry file `name` when it is a valid entry of at most max_bytes bytes, else None.");
+  using Writer = cache::TierWriter;
+  nb::class_<Writer>(m, "_CacheTierWriter",
+                     "Writes entry files into a folder laid out as a read-only tier (internal: import --into).")
+      .def("__init__", [](Writer* self, const std::string& directory) { new (self) Writer(directory); },
+           "directory"_a)
+      .def_prop_ro("where", &Writer::where, "The kernels folder.")
+      .def_prop_ro("problem", &Writer::problem, "Why entries cannot be written there ('' when they can).")
+      .def(
+          "begin",
+          [](Writer& self, const std::string& key_hex, std::uint64_t size) {
+            if (!self.begin(key_arg(key_hex), size)) {
+              const int error = errno;
+              if (error == EEXIST) raise_os_error(error, "no free temp file name after 16 tries");
+              raise_os_error(error);
+            }
+          },
+          "key"_a, "size"_a, "Starts the entry file of `key`, `size` bytes (a new temp file); OSError.")
+      .def(
+          "write",
+          [](Writer& self, nb::bytes data) {
+            if (!self.write(view(data))) raise_os_error(errno);
+          },
+          "data"_a, "Writes the next piece; OSError.")
+      .def(
+          "commit",
+          [](Writer& self) {
+            std::string why;
+            if (self.commit(why) == Writer::Commit::Failed) raise_os_error(errno);
+            return why;
+          },
+          "Renames the entry file into place: '' when it was a valid entry, else why not (then it is removed); "
+          "OSError.")
+      .def("abort", &Writer::abort, "Removes the entry file being written.");
+  m.def("_cache_predict_temp_tokens", &cache::predict_temp_tokens_for_tests, "token"_a, "count"_a,
+        "The next `count` temp names _CacheTierWriter tries use `token` as their random part (internal, tests).");
+}
+
+void bind(nb::module_& m) {
+  bind_entries(m);
+  bind_folders(m);
 }
 
 const Registration reg(order::toolkit, "cache_bundle", bind);

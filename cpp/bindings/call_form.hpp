@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "call_args.hpp"
 #include "jitkernel/core/errors.hpp"
 
 namespace jk::py {
@@ -29,10 +30,9 @@ struct ListForm {
 };
 
 // True when inputs, output_shapes, output_dtypes or outputs is a dict.
-inline bool is_dict_form(nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
-                         nb::handle outputs) {
-  return PyDict_Check(inputs.ptr()) || PyDict_Check(output_shapes.ptr()) ||
-         PyDict_Check(output_dtypes.ptr()) || PyDict_Check(outputs.ptr());
+inline bool is_dict_form(const CallArgs& args) {
+  return PyDict_Check(args.inputs.ptr()) || PyDict_Check(args.output_shapes.ptr()) ||
+         PyDict_Check(args.output_dtypes.ptr()) || PyDict_Check(args.outputs.ptr());
 }
 
 // Resolves `call` against the kernel's names (null: the kernel was made
@@ -47,20 +47,20 @@ ListForm resolve_call_form(const CallForm& call, const std::vector<std::string>*
 // return value: a dict keyed by output name when the call was in the dict form.
 nb::object call_result(const ListForm& form, nb::object results);
 
-// Runs a dict-form call as a list-form call of the engine (`call`, with the
-// engines' `_call` parameters) on the kernel's names, and returns its
-// results in the call's form.
+// Runs a dict-form call as a list-form call of the engine (`call(self,
+// args)`) on the kernel's names, and returns its results in the call's form.
 template <typename Call, typename Self>
 nb::object call_by_name(Call&& call, Self& self, const std::vector<std::string>& input_names,
                         const std::vector<std::string>& output_names, const char* factory,
-                        nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
-                        nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
-                        nb::handle init_value, nb::handle stream, nb::handle outputs,
-                        nb::handle verbose) {
-  ListForm l = resolve_call_form({inputs, output_shapes, output_dtypes, outputs}, &input_names,
-                                 &output_names, factory);
-  return call_result(l, call(self, l.inputs, l.output_shapes, l.output_dtypes, grid, threadgroup,
-                             tmpl, init_value, stream, l.outputs, verbose));
+                        const CallArgs& args) {
+  ListForm l = resolve_call_form({args.inputs, args.output_shapes, args.output_dtypes, args.outputs},
+                                 &input_names, &output_names, factory);
+  CallArgs listed = args;
+  listed.inputs = l.inputs;
+  listed.output_shapes = l.output_shapes;
+  listed.output_dtypes = l.output_dtypes;
+  listed.outputs = l.outputs;
+  return call_result(l, call(self, listed));
 }
 
 // verbose=: True or False; ArgumentTypeError otherwise.

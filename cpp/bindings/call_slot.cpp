@@ -14,9 +14,6 @@
 namespace jk::py {
 namespace {
 
-constexpr int kVerbose = 9;  // defaults to False; the others to None
-constexpr int kRequired[] = {0, 3, 4};  // inputs, grid, threadgroup
-
 DirectCall g_direct_call = nullptr;
 
 struct CallSlotCache {
@@ -51,7 +48,7 @@ void clear_call_slot_cache() {
 
 bool init_call_slot_cache(CallSlotCache& c) {
   for (int i = 0; i < kNumCallKeywords; ++i)
-    if (!(c.keywords[i] = PyUnicode_InternFromString(kCallKeywords[i]))) return false;
+    if (!(c.keywords[i] = PyUnicode_InternFromString(kCallKeywords[i].name))) return false;
   c.general_name = PyUnicode_InternFromString("_call_general");
   c.traced_name = PyUnicode_InternFromString("_call_traced");
   PyObject* module = PyImport_ImportModule("jitkernel._core");
@@ -69,20 +66,20 @@ int keyword_index(const CallSlotCache& c, PyObject* key) {
   return -1;
 }
 
-// Stores one keyword argument into values[i] (kCallKeywords order);
-// an unknown keyword is an ArgumentTypeError naming it.
+// Stores one keyword argument into its field of `args`; an unknown keyword
+// is an ArgumentTypeError naming it.
 void store_keyword(const CallSlotCache& c, const char* type_name, PyObject* key, PyObject* value,
-                   PyObject** values) {
+                   CallArgs& args) {
   const int i = keyword_index(c, key);
   if (i >= 0) {
-    values[i] = value;
+    args.*kCallKeywords[i].field = value;
     return;
   }
   const char* utf8 = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
   if (utf8 == nullptr) PyErr_Clear();
   const std::string name = utf8 ? std::string(utf8) : repr_text(key);
   std::string accepted;
-  for (const char* k : kCallKeywords) accepted += std::string(accepted.empty() ? "" : ", ") + k;
+  for (const CallKeyword& k : kCallKeywords) accepted += std::string(accepted.empty() ? "" : ", ") + k.name;
   throw ArgumentTypeError(name, std::string(type_name) + ".__call__() got an unexpected keyword argument '" +
                                     name + "' (it takes " + accepted + ")");
 }
@@ -90,7 +87,7 @@ void store_keyword(const CallSlotCache& c, const char* type_name, PyObject* key,
 // Positional arguments are an ArgumentTypeError (a kernel call takes keywords only).
 void reject_positional(const char* type_name, Py_ssize_t count) {
   if (count != 0)
-    throw ArgumentTypeError(kCallKeywords[0], std::string(type_name) +
+    throw ArgumentTypeError(kCallKeywords[0].name, std::string(type_name) +
                                                   ".__call__() takes keyword arguments only (inputs=..., "
                                                   "grid=..., threadgroup=..., ...), got " +
                                                   std::to_string(count) + " positional");
@@ -98,32 +95,31 @@ void reject_positional(const char* type_name, Py_ssize_t count) {
 
 // After the keywords are stored: missing required ones are an
 // ArgumentTypeError, the others get their defaults.
-void finish_keywords(const char* type_name, PyObject** values) {
-  for (int i : kRequired)
-    if (values[i] == nullptr)
-      throw ArgumentTypeError(kCallKeywords[i], std::string(type_name) +
-                                                    ".__call__() missing required keyword argument '" +
-                                                    kCallKeywords[i] + "'");
-  for (int i = 0; i < kNumCallKeywords; ++i)
-    if (values[i] == nullptr) values[i] = i == kVerbose ? Py_False : Py_None;
+void finish_keywords(const char* type_name, CallArgs& args) {
+  for (const CallKeyword& k : kCallKeywords) {
+    nb::handle& value = args.*k.field;
+    if (value.is_valid()) continue;
+    if (k.required)
+      throw ArgumentTypeError(k.name, std::string(type_name) + ".__call__() missing required keyword argument '" +
+                                          k.name + "'");
+    value = call_keyword_default(k);
+  }
 }
 
-// The call once its keywords are read (`read` fills values[1..] in
-// kCallKeywords order): the list form straight into `call`'s C++, else the
-// Python paths (kernels made without names; traced arrays, autograd).
+// The call once its keywords are read (`read` fills `args`): straight into
+// the kernel type's C++, else the Python paths (kernels made without names;
+// traced arrays, autograd), which take the keywords positionally.
 template <typename Read>
 PyObject* run_call(PyObject* self, Read&& read) {
   CallSlotCache& c = call_slot_cache();
   if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
-  // values[0] is self, then the keywords in `_call`'s order.
-  PyObject* values[1 + kNumCallKeywords] = {self};
-  PyObject** v = values + 1;
+  CallArgs args;
   PyObject* python_path = c.general_name;
   try {
     const char* type_name = Py_TYPE(self)->tp_name;
-    read(c, type_name, v);
-    finish_keywords(type_name, v);
-    nb::object result = g_direct_call(self, v);
+    read(c, type_name, args);
+    finish_keywords(type_name, args);
+    nb::object result = g_direct_call(self, args);
     if (result.is_valid()) return result.release().ptr();
   } catch (const TracedArgument&) {
     python_path = c.traced_name;  // traced arrays, or autograd: the framework records the call
@@ -135,9 +131,13 @@ PyObject* run_call(PyObject* self, Read&& read) {
     Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
     return nullptr;
   }
+  // values[0] is self (the slot vectorcall may use), then the keywords in order.
+  PyObject* values[1 + kNumCallKeywords] = {self};
+  for (int i = 0; i < kNumCallKeywords; ++i) values[1 + i] = (args.*kCallKeywords[i].field).ptr();
   PyObject* method = PyObject_GetAttr(self, python_path);
   if (method == nullptr) return nullptr;
-  PyObject* result = PyObject_Vectorcall(method, values + 1, kNumCallKeywords, nullptr);
+  PyObject* result = PyObject_Vectorcall(method, values + 1, kNumCallKeywords | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                         nullptr);
   Py_DECREF(method);
   return result;
 }
@@ -146,12 +146,12 @@ PyObject* run_call(PyObject* self, Read&& read) {
 
 // kernel(**kwargs) and calls from C: the keywords come as a dict.
 PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
-  return run_call(self, [&](const CallSlotCache& c, const char* type_name, PyObject** v) {
+  return run_call(self, [&](const CallSlotCache& c, const char* type_name, CallArgs& call) {
     reject_positional(type_name, args != nullptr ? PyTuple_GET_SIZE(args) : 0);
     if (kwargs == nullptr) return;
     Py_ssize_t pos = 0;
     PyObject *key = nullptr, *value = nullptr;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) store_keyword(c, type_name, key, value, v);
+    while (PyDict_Next(kwargs, &pos, &key, &value)) store_keyword(c, type_name, key, value, call);
   });
 }
 
@@ -160,12 +160,12 @@ namespace {
 // kernel(inputs=..., grid=..., ...) written out: CPython passes the keyword
 // names as a tuple of interned strings, so no dict is built for the call.
 PyObject* call_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
-  return run_call(self, [&](const CallSlotCache& c, const char* type_name, PyObject** v) {
+  return run_call(self, [&](const CallSlotCache& c, const char* type_name, CallArgs& call) {
     const Py_ssize_t positional = PyVectorcall_NARGS(nargsf);
     reject_positional(type_name, positional);
     const Py_ssize_t n = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t i = 0; i < n; ++i)
-      store_keyword(c, type_name, PyTuple_GET_ITEM(kwnames, i), args[positional + i], v);
+      store_keyword(c, type_name, PyTuple_GET_ITEM(kwnames, i), args[positional + i], call);
   });
 }
 
@@ -189,12 +189,17 @@ namespace {
 
 void bind(nb::module_& m) {
   on_clear_caches(&clear_call_slot_cache);
-  // The call's keywords and the required ones, for the Python paths that mirror the call slot (traced_call.py).
-  nb::list keywords, required;
-  for (const char* k : kCallKeywords) keywords.append(k);
-  for (int i : kRequired) required.append(kCallKeywords[i]);
+  // The call's keywords, the required ones and the defaults, for the Python
+  // paths that mirror the call slot (_frameworks/traced_call.py: TorchDynamo's path).
+  nb::list keywords, required, defaults;
+  for (const CallKeyword& k : kCallKeywords) {
+    keywords.append(k.name);
+    if (k.required) required.append(k.name);
+    defaults.append(call_keyword_default(k));
+  }
   m.attr("_call_keywords") = nb::tuple(keywords);
   m.attr("_call_required") = nb::tuple(required);
+  m.attr("_call_defaults") = nb::tuple(defaults);
   m.def("_reraise_pending", &reraise_pending,
         "Raises the C++ exception a kernel call stored (internal: runs nanobind's translation).");
 }

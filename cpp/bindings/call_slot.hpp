@@ -1,8 +1,8 @@
 // CPython's two ways of calling a kernel object -- tp_call with a dict of
 // keywords (kernel(**kw), calls from C) and vectorcall with a tuple of
 // keyword names (kernel(inputs=..., grid=...) written out, which builds no
-// dict) -- reduced to one list of values in the call's keyword order, handed
-// to the kernel type's direct call, or to its Python paths (`_call_general`
+// dict) -- reduced to one CallArgs (call_args.hpp), handed to the kernel
+// type's direct call, or to its Python paths (`_call_general`
 // for kernels made without names, `_call_traced` for traced arrays and
 // autograd). A C++ exception is translated by nanobind's handlers.
 #pragma once
@@ -10,19 +10,14 @@
 #include <cstddef>
 
 #include "bindings.hpp"
+#include "call_args.hpp"
 
 namespace jk::py {
 
-// The keywords of a kernel call, in `_call`'s parameter order.
-inline constexpr const char* kCallKeywords[] = {"inputs", "output_shapes", "output_dtypes", "grid",
-                                                "threadgroup", "template", "init_value", "stream",
-                                                "outputs", "verbose", "cooperative", "cluster"};
-inline constexpr int kNumCallKeywords = 12;
-
-// Runs a call whose keywords are `values` (kCallKeywords order, defaults
-// filled in); returns an invalid object when the call must take the Python
-// path `_call_general`; may throw TracedArgument (then `_call_traced`).
-using DirectCall = nb::object (*)(PyObject* self, PyObject* const* values);
+// Runs a call whose keywords are `args` (defaults filled in); returns an
+// invalid object when the call must take the Python path `_call_general`;
+// may throw TracedArgument (then `_call_traced`).
+using DirectCall = nb::object (*)(PyObject* self, const CallArgs& args);
 void set_direct_call(DirectCall call);
 
 // The kernel type's tp_call.

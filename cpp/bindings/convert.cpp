@@ -80,28 +80,28 @@ namespace {
 std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std::size_t n_provided,
                                   KernelCall& args) {
   const auto* out_names = in.output_names;
-  const bool have_shapes = in.output_shapes.is_valid() && !in.output_shapes.is_none();
-  const bool have_dtypes = in.output_dtypes.is_valid() && !in.output_dtypes.is_none();
+  const bool have_shapes = in.call.output_shapes.is_valid() && !in.call.output_shapes.is_none();
+  const bool have_dtypes = in.call.output_dtypes.is_valid() && !in.call.output_dtypes.is_none();
   if (!have_shapes && !have_provided)
     throw ArgumentTypeError("output_shapes", "required: a list with one shape per output");
   if (!have_dtypes && !have_provided)
     throw ArgumentTypeError("output_dtypes", "required: a list with one dtype per output");
   if (have_shapes) {
-    std::size_t n = sequence_arg(in.output_shapes, "output_shapes",
+    std::size_t n = sequence_arg(in.call.output_shapes, "output_shapes",
                                  "a list of shapes (tuples of ints), one per output");
     if (out_names && n != out_names->size())
       throw ArgumentError("output_shapes", "expected " + count_noun(out_names->size(), "shape") +
                                                " (output_names: " + joined(*out_names) +
                                                "), got " + std::to_string(n));
     args.output_shapes.resize(n);
-    for_each_item(in.output_shapes, "output_shapes", [&](std::size_t i, nb::handle item) {
+    for_each_item(in.call.output_shapes, "output_shapes", [&](std::size_t i, nb::handle item) {
       shape_into(item, "output_shapes", ItemRef{"output", i, out_names}, args.output_shapes[i]);
     });
   } else {
     args.output_shapes.clear();
   }
   if (have_dtypes) {
-    output_dtypes_into(in.output_dtypes, out_names, args.output_dtypes);
+    output_dtypes_into(in.call.output_dtypes, out_names, args.output_dtypes);
   } else {
     args.output_dtypes.clear();
   }
@@ -120,10 +120,10 @@ std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std:
 // returns the framework of the first device array and sets its device.
 Framework convert_inputs(const CallInputs& in, KernelCall& args, ConvertedCall& out,
                          int* framework_device) {
-  const std::size_t n_inputs = checked_input_count(in.inputs, in.input_names);
+  const std::size_t n_inputs = checked_input_count(in.call.inputs, in.input_names);
   args.inputs.resize(n_inputs);
   Framework framework = Framework::None;
-  for_each_item(in.inputs, "inputs", [&](std::size_t i, nb::handle item) {
+  for_each_item(in.call.inputs, "inputs", [&](std::size_t i, nb::handle item) {
     ItemRef where{"input", i, in.input_names};
     Scalar s;
     if (scalar_value(item, in.widen_int_scalars, "inputs", where, &s)) {
@@ -154,17 +154,17 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
   nb::object stream_owner;  // a stream object that outputs allocated on it must keep alive
   if (explicit_stream) {
     args.launch.stream = *explicit_stream;
-    if (!PyLong_Check(in.stream.ptr())) stream_owner = nb::borrow(in.stream);
-  } else if (framework == Framework::Torch || framework == Framework::CuPy) {
+    if (!PyLong_Check(in.call.stream.ptr())) stream_owner = nb::borrow(in.call.stream);
+  } else if (const FrameworkRow& row = framework_row(framework); row.current_stream != nullptr) {
     const dlpack::ExchangeAPI* api =
-        framework == Framework::Torch ? first_exchange_api(out.pending) : nullptr;
+        row.direct_on_current_stream ? first_exchange_api(out.pending, framework) : nullptr;
     void* current = nullptr;
     if (api != nullptr && api->current_work_stream(dlpack::kCUDA, framework_device, &current) == 0) {
       args.launch.stream = reinterpret_cast<std::uintptr_t>(current);
       out.exchange = api;
     } else {
       if (api != nullptr) PyErr_Clear();
-      args.launch.stream = framework_current_stream(framework, framework_device, &stream_owner);
+      args.launch.stream = row.current_stream(framework_device, &stream_owner);
     }
     out.stream_is_framework_current = true;
   } else {
@@ -177,20 +177,18 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
 }
 
 // Caller-provided outputs: device arrays only, writable.
-void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool torch_direct,
+void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool direct_read,
                               KernelCall& args, ConvertedCall& out) {
   const auto* out_names = in.output_names;
   args.provided_outputs.resize(n_provided);
-  for_each_item(in.outputs, "outputs", [&](std::size_t j, nb::handle item) {
+  for_each_item(in.call.outputs, "outputs", [&](std::size_t j, nb::handle item) {
     ItemRef where{"output", j, out_names};
     ArrayView host;
     bool is_host = false;
     if (!is_jk_array(item)) {
       TypeInfo& info = classify(item, "outputs", where);
-      if (info.framework == Framework::Jax)
-        throw ArgumentError("outputs", where.prefix() + "JAX arrays are immutable and cannot "
-                                                        "be written by a kernel; omit outputs= "
-                                                        "to get new JAX arrays");
+      if (const char* refused = framework_row(info.framework).outputs_refused)
+        throw ArgumentError("outputs", where.prefix() + refused);
       if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
         throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
                                                             "arrays, got host memory (" +
@@ -202,7 +200,7 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
                                                           "got host memory (" +
                                              type_text(item) + ")");
     // The entry stays in `pending` (holding the array) until the launch is enqueued.
-    const bool read_only = import_pending(out.pending.back(), out.stream, torch_direct, out.borrowed,
+    const bool read_only = import_pending(out.pending.back(), out.stream, direct_read, out.borrowed,
                                           "outputs", where, args.provided_outputs[j]);
     if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
   });
@@ -219,35 +217,36 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
 void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   out.release();
   // outputs= (imported once the stream is known).
-  const bool have_provided = in.outputs.is_valid() && !in.outputs.is_none();
+  const bool have_provided = in.call.outputs.is_valid() && !in.call.outputs.is_none();
   std::size_t n_provided = 0;
   if (have_provided) {
-    n_provided = sequence_arg(in.outputs, "outputs", "a list of device arrays, one per output");
-    out.provided_outputs = in.outputs;
+    n_provided = sequence_arg(in.call.outputs, "outputs", "a list of device arrays, one per output");
+    out.provided_outputs = in.call.outputs;
   }
   const std::size_t n_outputs = convert_output_layout(in, have_provided, n_provided, args);
   if (have_provided && n_provided != n_outputs)
     throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
                                        " (one per output), got " + std::to_string(n_provided));
 
-  args.launch.grid = dim3_arg(in.grid, "grid");
-  args.launch.threadgroup = dim3_arg(in.threadgroup, "threadgroup");
-  args.init_value = init_value_arg(in.init_value);
-  const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.stream);
+  args.launch.grid = dim3_arg(in.call.grid, "grid");
+  args.launch.threadgroup = dim3_arg(in.call.threadgroup, "threadgroup");
+  args.init_value = init_value_arg(in.call.init_value);
+  const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.call.stream);
 
   int framework_device = 0;
   out.framework = convert_inputs(in, args, out, &framework_device);
   choose_stream(in, explicit_stream, framework_device, args, out);
-  const bool torch_direct = out.stream_is_framework_current && out.framework == Framework::Torch;
+  const bool direct_read =
+      out.stream_is_framework_current && framework_row(out.framework).direct_on_current_stream;
   for (const PendingArray& p : out.pending) {
     ItemRef where{"input", p.index, in.input_names};
-    import_pending(p, out.stream, torch_direct, out.borrowed, "inputs", where,
+    import_pending(p, out.stream, direct_read, out.borrowed, "inputs", where,
                    std::get<ArrayView>(args.inputs[p.index]));
   }
   if (have_provided)
-    convert_provided_outputs(in, n_provided, torch_direct, args, out);
+    convert_provided_outputs(in, n_provided, direct_read, args, out);
   else
-    allocate_framework_outputs(in.stream, framework_device, args, out);
+    allocate_framework_outputs(in.call.stream, framework_device, args, out);
 }
 
 }  // namespace jk::py

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "call_args.hpp"
 #include "dlpack.hpp"
 #include "jitkernel/core/array_view.hpp"
 #include "jitkernel/cuda/launch/launch.hpp"
@@ -48,10 +49,11 @@ struct Borrowed {
   std::vector<nb::object> objects;
 };
 
-// The Python values of the arguments every factory shares (borrowed handles;
-// null or None where not given).
+// A call's arguments (CallArgs: borrowed handles, null or None where not
+// given; template, verbose and the launch options are the caller's) and how
+// the factory reads them.
 struct CallInputs {
-  nb::handle inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs;
+  const CallArgs& call;
   // Names for messages and count checks (cuda_kernel); null: any count, and
   // output_shapes / output_dtypes must have equal lengths (precompiled).
   const std::vector<std::string>* input_names = nullptr;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "framework_table.hpp"
 
 namespace jk::py {
 
@@ -48,13 +49,15 @@ struct TypeInfo {
 // The frameworks' own Python functions the stages call, looked up (in
 // sys.modules, never imported) on first use and kept until exit.
 struct FrameworkCache {
-  nb::object numpy_generic, numpy_ndarray, numpy_asarray;  // numpy.generic, .ndarray, .asarray
-  nb::object torch_tensor, torch_parameter;  // torch.Tensor, torch.nn.Parameter
-  nb::object jax_tracer;                     // jax.core.Tracer
+  // The types each row of the framework table names (framework_table.hpp).
+  struct Types {
+    nb::object scalar, host_array, tensor[2], tracer;
+  } types[kNumFrameworks];
+  nb::object numpy_asarray;
   nb::object torch_current_stream;  // torch._C._cuda_getCurrentRawStream, or None: torch.cuda.current_stream
   nb::object cupy_current_stream;   // cupy.cuda.get_current_stream
-  nb::object converter[kNumFrameworks];  // jk.Array -> the framework's array (from_dlpack)
-  nb::object torch_capsule_converter;    // DLPack capsule -> torch.Tensor
+  nb::object converter[kNumFrameworks];          // jk.Array -> the framework's array (from_dlpack)
+  nb::object capsule_converter[kNumFrameworks];  // DLPack capsule -> the framework's array
   nb::object torch_strided;
   nb::object torch_is_neg;  // torch.Tensor.is_neg (unbound)
   // Output allocation (output_allocation.cpp): torch.empty, cupy.ndarray, and
@@ -96,7 +99,7 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
                          const ItemRef& where, Borrowed& borrowed, std::vector<PendingArray>& pending,
                          ArrayView* host_view, bool* is_host);
 // Imports a pending device array for a launch on `stream`; returns whether it is read-only.
-bool import_pending(const PendingArray& p, std::uintptr_t stream, bool torch_direct,
+bool import_pending(const PendingArray& p, std::uintptr_t stream, bool direct_read,
                     Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out);
 
 // ---------------------------------------------------------------------------
@@ -124,10 +127,12 @@ bool cai_import(nb::handle obj, int device, std::uintptr_t stream, const char* a
 
 // A strong reference to a Python object as an opaque owner the core can hold.
 std::shared_ptr<void> python_owner(nb::handle obj);
+// The framework whose stream objects come from the package `root` (its row), or null.
+const FrameworkRow* stream_framework(const std::string& root);
 // The framework's current stream on `device`; `*owner` keeps a stream object alive.
 std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner);
-// The exchange API of the first pending torch tensor that came through it.
-const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending);
+// The exchange API of the first pending array of `fw`, when it came through it.
+const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending, Framework fw);
 
 // ---------------------------------------------------------------------------
 // Output allocation (output_allocation.cpp).

@@ -137,12 +137,9 @@ CallSignature signature(const PyCudaKernel& self, nb::handle inputs, nb::handle 
 }
 
 // Converts a call's arguments (everything but the launch itself).
-void convert(const PyCudaKernel& self, KernelCall& call, ConvertedCall& conv,
-             nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,
-             nb::handle threadgroup, nb::handle tmpl, nb::handle init_value, nb::handle stream,
-             nb::handle outputs) {
-  call.template_args = template_args(tmpl);
-  CallInputs in{inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs};
+void convert(const PyCudaKernel& self, const CallArgs& args, KernelCall& call, ConvertedCall& conv) {
+  call.template_args = template_args(args.tmpl);
+  CallInputs in{args};
   in.input_names = &self.input_names;
   in.output_names = &self.output_names;
   in.widen_int_scalars = true;
@@ -151,28 +148,19 @@ void convert(const PyCudaKernel& self, KernelCall& call, ConvertedCall& conv,
 
 // A call. The dict form (inputs, output_shapes, output_dtypes or outputs
 // keyed by name) is turned into lists by call_form.cpp, then comes back here.
-nb::object call(PyCudaKernel& self, nb::handle inputs, nb::handle output_shapes,
-                nb::handle output_dtypes, nb::handle grid, nb::handle threadgroup, nb::handle tmpl,
-                nb::handle init_value, nb::handle stream, nb::handle outputs, nb::handle verbose,
-                nb::handle cooperative, nb::handle cluster) {
-  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs)) {
-    auto list_call = [&](PyCudaKernel& s, nb::handle i, nb::handle os, nb::handle od, nb::handle g, nb::handle t,
-                         nb::handle tm, nb::handle iv, nb::handle st, nb::handle o, nb::handle v) {
-      return call(s, i, os, od, g, t, tm, iv, st, o, v, cooperative, cluster);
-    };
-    return call_by_name(list_call, self, self.input_names, self.output_names, "cuda_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
-  }
-  reject_traced_inputs(inputs);
-  if (self.has_vjp && torch_autograd_needed(inputs))
+nb::object call(PyCudaKernel& self, const CallArgs& args) {
+  if (is_dict_form(args))
+    return call_by_name(&call, self, self.input_names, self.output_names, "cuda_kernel", args);
+  reject_traced_inputs(args.inputs);
+  if (self.has_vjp && torch_autograd_needed(args.inputs))
     throw TracedArgument(Framework::Torch, "inputs", "");
-  const bool show_source = verbose_arg(verbose);
+  const bool show_source = verbose_arg(args.verbose);
   Kernel& kernel = named_kernel(self);
   ScratchLease lease;
   KernelCall& kc = (*lease).kc;
   ConvertedCall& conv = (*lease).conv;
-  convert(self, kc, conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
-          init_value, stream, outputs);
-  launch_options_into(cooperative, cluster, kc.launch);
+  convert(self, args, kc, conv);
+  launch_options_into(args.cooperative, args.cluster, kc.launch);
   if (show_source) {
     auto sig = signature_of(kc.inputs, kc.output_dtypes, kc.template_args);
     nb::print(nb::str(kernel.generate(sig).source.c_str()));
@@ -191,11 +179,10 @@ std::atomic<bool> g_calls_to_python{false};
 // The direct call of call_slot.hpp: the list form straight into `call`'s C++
 // (no second argument dispatch); kernels made without names take the Python
 // path (it picks the engine for the call's names).
-nb::object direct_call(PyObject* self, PyObject* const* v) {
+nb::object direct_call(PyObject* self, const CallArgs& args) {
   if (g_calls_to_python.load(std::memory_order_relaxed)) return nb::object();
   if (!nb::inst_ready(self) || !nb::inst_ptr<PyCudaKernel>(self)->kernel) return nb::object();
-  return call(*nb::inst_ptr<PyCudaKernel>(self), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
-              v[10], v[11]);
+  return call(*nb::inst_ptr<PyCudaKernel>(self), args);
 }
 
 PyType_Slot kKernelSlots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
@@ -282,8 +269,9 @@ void convert_only(const PyCudaKernel& self, nb::handle inputs, nb::handle output
                   nb::handle grid, nb::handle threadgroup, nb::handle tmpl, nb::handle init_value,
                   nb::handle stream, nb::handle outputs) {
   ScratchLease lease;
-  convert(self, (*lease).kc, (*lease).conv, inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl,
-          init_value, stream, outputs);
+  const CallArgs args{inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs,
+                      Py_False, nb::none(), nb::none()};
+  convert(self, args, (*lease).kc, (*lease).conv);
 }
 
 nb::bytes compile_cuda(const std::string& source, const std::string& arch, const std::string& target,
@@ -309,10 +297,6 @@ void bind(nb::module_& m) {
       nb::type_slots(kKernelSlots));
   cls.def("__init__", &init_kernel, "name"_a, "input_names"_a.none(), "output_names"_a.none(), "source"_a,
           "header"_a, "ensure_row_contiguous"_a, "shared_memory"_a, "compile_options"_a.none())
-      .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
-           "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
-           "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none(), "cooperative"_a.none() = nb::none(),
-           "cluster"_a.none() = nb::none())
       .def("_attributes", &attributes, "inputs"_a.none(), "output_dtypes"_a.none(), "template"_a.none(),
            "threadgroup"_a.none(), "shared_memory"_a.none(), "device"_a)
       .def("_source",
@@ -335,6 +319,7 @@ void bind(nb::module_& m) {
            "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
            "stream"_a.none(), "outputs"_a.none(),
            "Argument conversion of a call without the launch (to measure binding overhead).");
+  def_positional_call<&call, PyCudaKernel>(cls);
   g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
 
   m.def(

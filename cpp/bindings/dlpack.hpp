@@ -1,82 +1,41 @@
-// DLPack on the C++ side: the struct layouts of the DLPack specification
-// (v1.x, declared here rather than vendoring dlpack.h), importing a
-// producer's capsule into an ArrayView that stays valid while a DLPackImport
-// owns it, and exporting jitkernel device arrays as capsules whose deleter
-// keeps the device buffer alive.
+// DLPack on the C++ side: the structs of the DLPack specification come from
+// the official dlpack.h, vendored unmodified in cpp/third_party/dlpack/
+// (DLPack 1.3; its README says where it came from), and are given short names
+// here; importing a producer's capsule into an ArrayView that stays valid
+// while a DLPackImport owns it, and exporting jitkernel device arrays as
+// capsules whose deleter keeps the device buffer alive.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "bindings.hpp"
+#include "dlpack/dlpack.h"
 #include "jitkernel/core/array_view.hpp"
 #include "jitkernel/cuda/memory/memory.hpp"
 
 namespace jk::py {
 namespace dlpack {
 
-enum DeviceType : std::int32_t {
-  kCPU = 1,
-  kCUDA = 2,
-  kCUDAHost = 3,
-  kROCM = 10,
-  kCUDAManaged = 13,
-};
+// Short names for what the binding files use of the vendored header.
+// The device types jitkernel tells apart (DLDeviceType).
+inline constexpr DLDeviceType kCPU = kDLCPU;
+inline constexpr DLDeviceType kCUDA = kDLCUDA;
+inline constexpr DLDeviceType kCUDAHost = kDLCUDAHost;
+inline constexpr DLDeviceType kROCM = kDLROCM;
+inline constexpr DLDeviceType kCUDAManaged = kDLCUDAManaged;
 
-struct Device {
-  std::int32_t device_type;
-  std::int32_t device_id;
-};
-struct DataType {
-  std::uint8_t code;
-  std::uint8_t bits;
-  std::uint16_t lanes;
-};
-struct Tensor {
-  void* data;
-  Device device;
-  std::int32_t ndim;
-  DataType dtype;
-  std::int64_t* shape;
-  std::int64_t* strides;  // in elements; NULL means row-major
-  std::uint64_t byte_offset;
-};
-struct ManagedTensor {  // capsule "dltensor"
-  Tensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(ManagedTensor*);
-};
-struct Version {
-  std::uint32_t major;
-  std::uint32_t minor;
-};
-struct ManagedTensorVersioned {  // capsule "dltensor_versioned" (DLPack >= 1.0)
-  Version version;
-  void* manager_ctx;
-  void (*deleter)(ManagedTensorVersioned*);
-  std::uint64_t flags;
-  Tensor dl_tensor;
-};
-inline constexpr std::uint64_t kFlagReadOnly = 1;
-inline constexpr std::uint8_t kComplexCode = 5;  // DataType::code of complex types
+using Tensor = DLTensor;
+using ManagedTensor = DLManagedTensor;                    // capsule "dltensor"
+using ManagedTensorVersioned = DLManagedTensorVersioned;  // capsule "dltensor_versioned" (DLPack >= 1.0)
+inline constexpr std::uint64_t kFlagReadOnly = DLPACK_FLAG_BITMASK_READ_ONLY;
+inline constexpr std::uint8_t kComplexCode = kDLComplex;  // DLDataType::code of complex types
 
 // The C exchange API of DLPack >= 1.2: a function table a producer type
 // offers as `type.__dlpack_c_exchange_api__` (a capsule named
 // "dlpack_exchange_api"), converting its tensors to and from DLPack without
-// Python calls. Field order as in dlpack.h's DLPackExchangeAPI.
-struct ExchangeAPIHeader {
-  Version version;
-  ExchangeAPIHeader* prev_api;
-};
-struct ExchangeAPI {
-  ExchangeAPIHeader header;
-  int (*managed_tensor_allocator)(Tensor* prototype, ManagedTensorVersioned** out, void* error_ctx,
-                                  void (*set_error)(void*, const char*, const char*));
-  int (*managed_tensor_from_py_object_no_sync)(void* py_object, ManagedTensorVersioned** out);
-  int (*managed_tensor_to_py_object_no_sync)(ManagedTensorVersioned* tensor, void** out_py_object);
-  int (*dltensor_from_py_object_no_sync)(void* py_object, Tensor* out);  // may be null
-  int (*current_work_stream)(std::int32_t device_type, std::int32_t device_id, void** out_stream);
-};
+// Python calls.
+using ExchangeAPI = DLPackExchangeAPI;
 
 // The `stream` value to pass to a producer's __dlpack__ for a CUstream handle:
 // the legacy default stream (handle 0) is spelled 1, as the spec asks.

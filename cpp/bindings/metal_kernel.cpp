@@ -191,10 +191,12 @@ nb::object numpy_output(OwnedArray&& out, const nb::object& bfloat16) {
 
 // A call. The dict form (inputs, output_shapes, output_dtypes or outputs
 // keyed by name) is turned into lists by call_form.cpp, then comes back here.
-nb::object call(PyMetalKernel& self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes,
-                nb::handle grid, nb::handle threadgroup, nb::handle tmpl, nb::handle init_value,
-                nb::handle stream, nb::handle outputs, nb::handle verbose) {
-  if (is_dict_form(inputs, output_shapes, output_dtypes, outputs)) return call_by_name(call, self, self.spec().input_names, self.spec().output_names, "metal_kernel", inputs, output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, outputs, verbose);
+nb::object call(PyMetalKernel& self, const CallArgs& args) {
+  if (is_dict_form(args))
+    return call_by_name(&call, self, self.spec().input_names, self.spec().output_names, "metal_kernel", args);
+  nb::handle inputs = args.inputs, output_shapes = args.output_shapes, output_dtypes = args.output_dtypes,
+             grid = args.grid, threadgroup = args.threadgroup, tmpl = args.tmpl, init_value = args.init_value,
+             stream = args.stream, outputs = args.outputs, verbose = args.verbose;
   const bool show_source = verbose_arg(verbose);
   if (stream.is_valid() && !stream.is_none())
     throw ArgumentError("stream", "Metal kernels run on jitkernel's own Metal command queue; "
@@ -227,9 +229,10 @@ nb::object call(PyMetalKernel& self, nb::handle inputs, nb::handle output_shapes
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
-  nb::class_<PyMetalKernel>(m, "MetalKernel",
-                            "The C++ kernel object behind jitkernel.metal_kernel (internal).")
-      .def(
+  auto cls = nb::class_<PyMetalKernel>(m, "MetalKernel",
+                                       "The C++ kernel object behind jitkernel.metal_kernel (internal).");
+  def_positional_call<&call, PyMetalKernel>(cls);
+  cls.def(
           "__init__",
           [](PyMetalKernel* self, std::string name, std::vector<std::string> input_names,
              std::vector<std::string> output_names, std::string source, std::string header,
@@ -250,9 +253,6 @@ void bind(nb::module_& m) {
       .def_prop_ro("input_names", [](const PyMetalKernel& k) { return k.spec().input_names; })
       .def_prop_ro("output_names", [](const PyMetalKernel& k) { return k.spec().output_names; })
       .def_prop_ro("math_mode", [](const PyMetalKernel& k) { return metal_math_mode_name(k.spec().math_mode); })
-      .def("_call", &call, "inputs"_a.none(), "output_shapes"_a.none(), "output_dtypes"_a.none(),
-           "grid"_a.none(), "threadgroup"_a.none(), "template"_a.none(), "init_value"_a.none(),
-           "stream"_a.none(), "outputs"_a.none(), "verbose"_a.none())
       .def("_source",
            [](const PyMetalKernel& self, nb::handle inputs, nb::handle output_dtypes,
               nb::handle tmpl, bool with_utils) {

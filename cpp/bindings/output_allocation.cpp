@@ -63,13 +63,12 @@ class StreamScope {
   nb::object context_;
 };
 
-// True when `obj`'s type comes from the module tree `root` ("torch", "cupy").
-bool from_module(nb::handle obj, const char* root) {
+// True when `obj`'s type comes from a package of `fw`'s stream objects.
+bool stream_object_of(nb::handle obj, Framework fw) {
   std::optional<nb::object> module = optional_attr(obj.type(), "__module__");
   if (!module || !PyUnicode_Check(module->ptr())) return false;
   std::string name = nb::cast<std::string>(*module);
-  name = name.substr(0, name.find('.'));
-  return name == root || (std::string(root) == "cupy" && name == "cupy_backends");
+  return stream_framework(name.substr(0, name.find('.'))) == &framework_row(fw);
 }
 
 // ---------------------------------------------------------------------------
@@ -80,7 +79,7 @@ bool from_module(nb::handle obj, const char* root) {
 const dlpack::ExchangeAPI* torch_allocator_api(const ConvertedCall& out) {
   static const dlpack::ExchangeAPI* tensor_api = nullptr;
   static bool looked = false;
-  const dlpack::ExchangeAPI* api = first_exchange_api(out.pending);
+  const dlpack::ExchangeAPI* api = first_exchange_api(out.pending, Framework::Torch);
   if (api == nullptr) {
     if (!looked) {
       nb::object torch = loaded_module("torch");
@@ -155,7 +154,9 @@ nb::object torch_allocate_py(DType dtype, const std::vector<std::int64_t>& shape
   return t;
 }
 
-void allocate_torch(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
+}  // namespace
+
+void allocate_torch_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
   const dlpack::ExchangeAPI* api = torch_allocator_api(out);
   StreamScope scope;
   if (!out.stream_is_framework_current) {
@@ -167,7 +168,7 @@ void allocate_torch(nb::handle stream, int device, KernelCall& args, ConvertedCa
     } else {
       if (PyErr_Occurred()) PyErr_Clear();
       nb::object unused;
-      torch_current = framework_current_stream(Framework::Torch, device, &unused);
+      torch_current = torch_current_stream(device, &unused);
     }
     if (torch_current != out.stream) {
       nb::object stream_object = torch_stream_object(stream, out.stream, device);
@@ -191,6 +192,8 @@ void allocate_torch(nb::handle stream, int device, KernelCall& args, ConvertedCa
 // ---------------------------------------------------------------------------
 // CuPy.
 
+namespace {
+
 // The dtype as CuPy takes it (a NumPy dtype), or None when NumPy or CuPy lacks it.
 nb::handle cupy_dtype(DType dtype) {
   FrameworkCache& fc = framework_cache();
@@ -207,8 +210,8 @@ nb::handle cupy_dtype(DType dtype) {
 
 // The CuPy stream object for the launch stream (as torch_stream_object).
 nb::object cupy_stream_object(nb::handle given, std::uintptr_t handle, int device) {
-  if (given.is_valid() && !given.is_none() && !PyLong_Check(given.ptr()) && from_module(given, "cupy") &&
-      nb::hasattr(given, "__enter__"))
+  if (given.is_valid() && !given.is_none() && !PyLong_Check(given.ptr()) &&
+      stream_object_of(given, Framework::CuPy) && nb::hasattr(given, "__enter__"))
     return nb::borrow(given);
   nb::object cuda = loaded_module("cupy").attr("cuda");
   if (handle <= 1) return cuda.attr("Stream").attr("null");
@@ -216,7 +219,9 @@ nb::object cupy_stream_object(nb::handle given, std::uintptr_t handle, int devic
   return cuda.attr("ExternalStream")(handle, device);
 }
 
-void allocate_cupy(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
+}  // namespace
+
+void allocate_cupy_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
   const std::size_t n = args.output_dtypes.size();
   for (std::size_t i = 0; i < n; ++i)
     if (cupy_dtype(args.output_dtypes[i]).is_none()) return;  // jitkernel's pool serves the call
@@ -232,7 +237,7 @@ void allocate_cupy(nb::handle stream, int device, KernelCall& args, ConvertedCal
     device_scope.enter(cupy.attr("cuda").attr("Device")(device));
   nb::object current;
   if (!out.stream_is_framework_current &&
-      framework_current_stream(Framework::CuPy, device, &current) != out.stream)
+      cupy_current_stream(device, &current) != out.stream)
     stream_scope.enter(cupy_stream_object(stream, out.stream, device));
   args.provided_outputs.resize(n);
   out.allocated.reserve(n);
@@ -255,18 +260,13 @@ void allocate_cupy(nb::handle stream, int device, KernelCall& args, ConvertedCal
   }
 }
 
-}  // namespace
-
 void allocate_framework_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
   out.allocated.clear();
   args.provided_outputs.clear();
   // Without a usable GPU the launch fails with CudaNotAvailable: allocate nothing first.
   if (args.output_dtypes.empty() || !cuda::cuda_available()) return;
-  if (out.framework == Framework::Torch) {
-    allocate_torch(stream, device, args, out);
-  } else if (out.framework == Framework::CuPy) {
-    allocate_cupy(stream, device, args, out);
-  }
+  const FrameworkRow& row = framework_row(out.framework);
+  if (row.allocate_outputs != nullptr) row.allocate_outputs(stream, device, args, out);
 }
 
 }  // namespace jk::py

@@ -77,7 +77,9 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
   pc.content_digest = binary_digest(compiled_source);
   pc.scalars = scalars_arg(scalars);
 
-  CallInputs in{inputs, output_shapes, output_dtypes, grid, threadgroup, init_value, stream, outputs};
+  const CallArgs given{inputs, output_shapes, output_dtypes, grid, threadgroup, nb::none(), init_value, stream,
+                       outputs, Py_False, cooperative, cluster};
+  CallInputs in{given};
   in.widen_int_scalars = false;  // fixed C parameter types: a Python int is an int32
   ConvertedCall conv;
   convert_call(in, pc.args, conv);

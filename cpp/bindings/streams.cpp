@@ -29,12 +29,10 @@ std::shared_ptr<void> python_owner(nb::handle obj) {
   });
 }
 
-namespace {
-
 // torch's current stream through its C function (no Stream object per call),
 // else torch.cuda.current_stream(device).cuda_stream (older torch). torch's
 // streams come from pools that are never destroyed: no owner needed.
-std::uintptr_t torch_current_stream(int device) {
+std::uintptr_t torch_current_stream(int device, nb::object* /*owner*/) {
   FrameworkCache& fc = framework_cache();
   if (!fc.torch_current_stream.is_valid()) {
     nb::object torch = loaded_module("torch");
@@ -51,10 +49,12 @@ std::uintptr_t torch_current_stream(int device) {
   return nb::cast<std::uintptr_t>(torch.attr("cuda").attr("current_stream")(device).attr("cuda_stream"));
 }
 
+namespace {
+
 // CuPy's current Stream object on `device` (the object, not just its handle:
 // outputs allocated on it keep it alive, and a CuPy stream can be destroyed
 // while arrays allocated on it live on).
-nb::object cupy_current_stream(int device) {
+nb::object cupy_current_stream_object(int device) {
   FrameworkCache& fc = framework_cache();
   if (!fc.cupy_current_stream.is_valid()) {
     nb::object cupy = loaded_module("cupy");
@@ -82,22 +82,35 @@ nb::object cupy_current_stream(int device) {
 
 }  // namespace
 
-// The framework's current stream on `device` (torch and CuPy; 0, the legacy
-// default stream, for the others); `*owner` keeps a CuPy stream object alive.
-std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner) {
-  if (fw == Framework::Torch) return torch_current_stream(device);
-  if (fw != Framework::CuPy) return 0;
-  nb::object current = cupy_current_stream(device);
+// CuPy's current stream on `device`; `*owner` keeps its Stream object alive.
+std::uintptr_t cupy_current_stream(int device, nb::object* owner) {
+  nb::object current = cupy_current_stream_object(device);
   if (current.is_none()) return 0;
   std::uintptr_t handle = nb::cast<std::uintptr_t>(current.attr("ptr"));
   *owner = std::move(current);
   return handle;
 }
 
-// The exchange API of the first pending torch tensor that came through it.
-const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending) {
+// The framework's current stream on `device` (0, the legacy default stream,
+// for frameworks without one); `*owner` keeps a stream object alive.
+std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner) {
+  const FrameworkRow& row = framework_row(fw);
+  return row.current_stream != nullptr ? row.current_stream(device, owner) : 0;
+}
+
+// The exchange API of the first pending array of `fw`, when it came through it.
+const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending, Framework fw) {
   for (const PendingArray& p : pending)
-    if (p.info && p.info->framework == Framework::Torch) return p.has_dltensor ? p.info->exchange : nullptr;
+    if (p.info && p.info->framework == fw) return p.has_dltensor ? p.info->exchange : nullptr;
+  return nullptr;
+}
+
+const FrameworkRow* stream_framework(const std::string& root) {
+  for (int i = 0; i < kNumFrameworks; ++i) {
+    const FrameworkRow& row = framework_row(static_cast<Framework>(i));
+    for (const char* const* m = row.stream_modules; *m != nullptr; ++m)
+      if (root == *m) return &row;
+  }
   return nullptr;
 }
 
@@ -162,11 +175,9 @@ std::uintptr_t stream_object_handle(nb::handle obj) {
     root = nb::cast<std::string>(module);
     root = root.substr(0, root.find('.'));
   }
-  if (root == "torch")
-    if (auto handle = optional_attr(obj, "cuda_stream"))
-      return checked_handle(*handle, "torch stream .cuda_stream");
-  if (root == "cupy" || root == "cupy_backends")
-    if (auto handle = optional_attr(obj, "ptr")) return checked_handle(*handle, "CuPy stream .ptr");
+  if (const FrameworkRow* row = stream_framework(root))
+    if (auto handle = optional_attr(obj, row->stream_handle_attr))
+      return checked_handle(*handle, std::string(row->stream_text) + " ." + row->stream_handle_attr);
   if (!PyBool_Check(obj.ptr()) && optional_attr(type, "__index__")) return checked_handle(obj, "stream");
   throw ArgumentTypeError("stream", "expected None, an int stream handle, an object with "
                                     "__cuda_stream__ (cuda.core), a torch.cuda.Stream or a CuPy "

@@ -14,9 +14,14 @@ nb::object& grad_enabled_function() {
   return *fn;
 }
 
+// torch.Tensor once it has been looked up (the type table's torch row), else invalid.
+nb::object& torch_tensor_type() {
+  return framework_cache().types[static_cast<int>(Framework::Torch)].tensor[0];
+}
+
 bool requires_grad(nb::handle item) {
-  FrameworkCache& fc = framework_cache();
-  if (!fc.torch_tensor.is_valid() || !PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(fc.torch_tensor.ptr())))
+  const nb::object& tensor = torch_tensor_type();
+  if (!tensor.is_valid() || !PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(tensor.ptr())))
     return false;
   PyObject* flag = PyObject_GetAttrString(item.ptr(), "requires_grad");
   if (flag == nullptr) throw nb::python_error();
@@ -27,11 +32,13 @@ bool requires_grad(nb::handle item) {
 
 }  // namespace
 
+const char* traced_text(Framework fw) { return framework_row(fw).traced_text; }
+
 void reject_traced_inputs(nb::handle inputs) {
   if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return;
   PyObject* const* items = PySequence_Fast_ITEMS(inputs.ptr());
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(inputs.ptr());
-  const PyObject* tensor = framework_cache().torch_tensor.ptr();
+  const PyObject* tensor = torch_tensor_type().ptr();
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyTypeObject* tp = Py_TYPE(items[i]);
     if (reinterpret_cast<PyObject*>(tp) == tensor || tp == &PyFloat_Type || tp == &PyLong_Type) continue;
@@ -43,8 +50,7 @@ void reject_traced_inputs(nb::handle inputs) {
 bool torch_autograd_needed(nb::handle inputs) {
   nb::object torch = loaded_module("torch");
   if (!torch.is_valid()) return false;
-  FrameworkCache& fc = framework_cache();
-  if (!fc.torch_tensor.is_valid()) fc.torch_tensor = torch.attr("Tensor");
+  if (!torch_tensor_type().is_valid()) torch_tensor_type() = torch.attr("Tensor");
   nb::object& enabled = grad_enabled_function();
   if (!enabled.is_valid()) enabled = torch.attr("is_grad_enabled");
   if (enabled().ptr() != Py_True) return false;

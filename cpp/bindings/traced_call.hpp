@@ -15,15 +15,15 @@
 
 namespace jk::py {
 
+// How a traced array of `fw` is described (its framework row's text).
+const char* traced_text(Framework fw);
+
 // Typed as ArgumentTypeError so that where it escapes (a front without
 // `_call_traced`) the user still gets a clear error naming the argument.
 class TracedArgument : public ArgumentTypeError {
  public:
   TracedArgument(Framework framework, const char* argument, const std::string& prefix)
-      : ArgumentTypeError(argument, prefix + (framework == Framework::Jax
-                                                  ? "a JAX tracer cannot be read eagerly here"
-                                                  : "a traced torch tensor (a torch.Tensor subclass) "
-                                                    "cannot be read eagerly here")),
+      : ArgumentTypeError(argument, prefix + traced_text(framework)),
         framework_(framework) {}
   Framework framework() const { return framework_; }
 

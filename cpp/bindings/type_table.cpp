@@ -32,15 +32,6 @@ std::optional<nb::object> optional_attr(nb::handle obj, const char* name) {
 
 namespace {
 
-// The framework a module's top-level package names; a type's __module__ is
-// only a claim: an object is a framework's only while that framework is
-// loaded (its streams and converters are looked up in it).
-constexpr std::pair<const char*, Framework> kFrameworkRoots[] = {
-    {"torch", Framework::Torch}, {"cupy", Framework::CuPy},       {"cupyx", Framework::CuPy},
-    {"jax", Framework::Jax},     {"jaxlib", Framework::Jax},      {"numpy", Framework::NumPy},
-    {"ml_dtypes", Framework::NumPy}, {"jitkernel", Framework::JitKernel},
-};
-
 bool type_has(PyTypeObject* tp, const char* name) {
   return optional_attr(reinterpret_cast<PyObject*>(tp), name).has_value();
 }
@@ -54,10 +45,17 @@ std::string module_root(PyTypeObject* tp) {
   return std::string(text, std::strcspn(text, "."));
 }
 
+// The framework whose row lists the top-level package of the type's module;
+// a type's __module__ is only a claim: an object is a framework's only while
+// that framework is loaded (its streams and converters are looked up in it).
 Framework framework_of(PyTypeObject* tp) {
   const std::string root = module_root(tp);
-  for (const auto& [name, fw] : kFrameworkRoots)
-    if (root == name) return loaded_module(name).is_valid() ? fw : Framework::Other;
+  for (int i = 0; i < kNumFrameworks; ++i) {
+    const FrameworkRow& row = framework_row(static_cast<Framework>(i));
+    for (const char* const* m = row.modules; *m != nullptr; ++m)
+      if (root == *m)
+        return loaded_module(*m).is_valid() ? static_cast<Framework>(i) : Framework::Other;
+  }
   return Framework::Other;
 }
 
@@ -79,15 +77,59 @@ PyTypeObject* framework_type(nb::object& cached, const char* module, const char*
 
 bool derives(PyTypeObject* tp, PyTypeObject* base) { return base && PyType_IsSubtype(tp, base); }
 
+// The type at `path` in framework `i`'s module (null: none, or not loaded).
+PyTypeObject* row_type(nb::object& cached, int i, const char* path) {
+  return path ? framework_type(cached, framework_row(static_cast<Framework>(i)).modules[0], path) : nullptr;
+}
+
+// The framework whose row's type (scalar_type, host_array_type) `tp` derives from, or None.
+template <typename Slot, typename Path>
+Framework derives_from_row(PyTypeObject* tp, Slot slot, Path path) {
+  FrameworkCache& fc = framework_cache();
+  for (int i = 0; i < kNumFrameworks; ++i)
+    if (derives(tp, row_type(fc.types[i].*slot, i, framework_row(static_cast<Framework>(i)).*path)))
+      return static_cast<Framework>(i);
+  return Framework::None;
+}
+
+// A tensor type read directly (exactly a row's tensor type), or traced (a
+// subclass of one, or a row's tracer type): sets the kind and framework.
+bool detect_tensor(PyTypeObject* tp, TypeInfo& info) {
+  FrameworkCache& fc = framework_cache();
+  if (info.framework != Framework::None && info.framework != Framework::Other) {
+    const int i = static_cast<int>(info.framework);
+    const FrameworkRow& row = framework_row(info.framework);
+    for (int k = 0; k < 2; ++k) {
+      if (tp == row_type(fc.types[i].tensor[k], i, row.tensor_types[k])) {
+        info.kind = Kind::TorchTensor;
+        info.exchange = exchange_api_of(reinterpret_cast<PyObject*>(tp));
+        return true;
+      }
+    }
+  }
+  // Subclasses (FakeTensor while torch traces, FunctionalTensor, wrappers that
+  // define __torch_dispatch__) hold no memory we may read: the call goes
+  // through jitkernel's torch.library op instead (traced_call.hpp).
+  for (int i = 0; i < kNumFrameworks; ++i) {
+    const FrameworkRow& row = framework_row(static_cast<Framework>(i));
+    if (derives(tp, row_type(fc.types[i].tensor[0], i, row.tensor_types[0])) ||
+        derives(tp, row_type(fc.types[i].tracer, i, row.tracer_type))) {
+      info.kind = Kind::Traced;
+      info.framework = static_cast<Framework>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 // Kind and framework of objects of type `tp`.
 TypeInfo detect(PyTypeObject* tp) {
-  FrameworkCache& fc = framework_cache();
+  using Types = FrameworkCache::Types;
   TypeInfo info;
-  info.framework = Framework::None;
-  // numpy.generic first: numpy.float64 subclasses float.
-  if (derives(tp, framework_type(fc.numpy_generic, "numpy", "generic"))) {
+  // Scalar types first: numpy.float64 subclasses float.
+  info.framework = derives_from_row(tp, &Types::scalar, &FrameworkRow::scalar_type);
+  if (info.framework != Framework::None) {
     info.kind = Kind::NumpyScalar;
-    info.framework = Framework::NumPy;
     return info;
   }
   constexpr std::pair<PyTypeObject*, Kind> kPython[] = {
@@ -99,27 +141,14 @@ TypeInfo detect(PyTypeObject* tp) {
       return info;
     }
   }
-  if (derives(tp, framework_type(fc.numpy_ndarray, "numpy", "ndarray"))) {
+  info.framework = derives_from_row(tp, &Types::host_array, &FrameworkRow::host_array_type);
+  if (info.framework != Framework::None) {
     info.kind = Kind::NumpyArray;
-    info.framework = Framework::NumPy;
     return info;
   }
   info.framework = framework_of(tp);
-  PyTypeObject* tensor = framework_type(fc.torch_tensor, "torch", "Tensor");
-  if (info.framework == Framework::Torch &&
-      (tp == tensor || tp == framework_type(fc.torch_parameter, "torch", "nn.Parameter"))) {
-    info.kind = Kind::TorchTensor;
-    info.exchange = exchange_api_of(reinterpret_cast<PyObject*>(tp));
-  } else if (derives(tp, tensor)) {
-    // Subclasses (FakeTensor while torch traces, FunctionalTensor, wrappers that
-    // define __torch_dispatch__) hold no memory we may read: the call goes
-    // through jitkernel's torch.library op instead (traced_call.hpp).
-    info.kind = Kind::Traced;
-    info.framework = Framework::Torch;
-  } else if (derives(tp, framework_type(fc.jax_tracer, "jax", "core.Tracer"))) {
-    info.kind = Kind::Traced;
-    info.framework = Framework::Jax;
-  } else if (type_has(tp, "__dlpack__") && type_has(tp, "__dlpack_device__")) {
+  if (detect_tensor(tp, info)) return info;
+  if (type_has(tp, "__dlpack__") && type_has(tp, "__dlpack_device__")) {
     info.kind = Kind::DLPack;
   } else if (type_has(tp, "__cuda_array_interface__")) {
     info.kind = Kind::CudaArrayInterface;

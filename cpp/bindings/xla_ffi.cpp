@@ -82,14 +82,14 @@ nb::object run_stage(nb::bytes text, std::uint64_t key, const std::string& stage
   abi::Api api{};
   api.struct_size = abi::kApiSize;
   api.api_version = abi::ApiVersion{abi::kApiVersionSize, nullptr, api_major, abi::kApiMinor};
-  api.Error_Create = &record_error;
-  api.DeviceOrdinal_Get = &no_device<abi::DeviceOrdinalGetArgs>;
-  api.Stream_Get = &no_device<abi::StreamGetArgs>;
+  api.XLA_FFI_Error_Create = &record_error;
+  api.XLA_FFI_DeviceOrdinal_Get = &no_device<abi::DeviceOrdinalGetArgs>;
+  api.XLA_FFI_Stream_Get = &no_device<abi::StreamGetArgs>;
   abi::ByteSpan call_name{"jk_call", 7}, key_name{"jk_key", 6};
   abi::ByteSpan call_value{static_cast<const char*>(text.data()), text.size()};
   abi::ScalarAttr key_value{abi::kU64, &key};
   abi::ByteSpan* names[2] = {&call_name, &key_name};
-  int types[2] = {abi::kAttrString, abi::kAttrScalar};
+  XLA_FFI_AttrType types[2] = {abi::kAttrString, abi::kAttrScalar};
   void* values[2] = {&call_value, &key_value};
   abi::CallFrame frame{};
   frame.struct_size = frame_size;

@@ -11,11 +11,11 @@ Importing touches no CUDA library: the driver and NVRTC are loaded on first use,
 CudaNotAvailableError saying what is missing and how to install it.
 
 The package is layered by job (tests/cpu/test_package_layout.py keeps it so): the extension ``_core`` and the
-modules every layer shares (``_errors``, ``_dtypes``, ``_arrays``, ``_strict_json``, ``_toolkit_search``); the
-kernel API (``_kernels/``); on top of it the framework integrations (``_frameworks/``: torch ops, the JAX call,
-traced calls, sharding) and the fleet tools (``_fleet/``: precompile, call records, bundles, the cache API). Imports
-run down the layers only; this module names the public API and connects the layers where a lower one calls a
-higher one (``_install``).
+modules every layer shares (``_errors``, ``_dtypes``, ``_arrays``, ``_toolkit_search``); the kernel API
+(``_kernels/``); on top of it the framework integrations (``_frameworks/``: torch ops, the JAX call, traced calls,
+sharding) and the fleet tools (``_fleet/``: precompile, call records, bundles, the cache API). Imports run down the
+layers only; this module names the public API and connects the layers where a lower one calls a higher one
+(``_install``).
 """
 from __future__ import annotations
 

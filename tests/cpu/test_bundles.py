@@ -37,6 +37,7 @@ def cache(monkeypatch, tmp_path):
     yield use
     monkeypatch.undo()
     _core._cache_reset()
+    _core._cache_predict_temp_tokens("", 0)  # Predicted's names for the core's temp files, if any are left
 
 
 def fill(n: int = 3) -> None:
@@ -234,12 +235,13 @@ def test_export_never_writes_through_a_link_at_its_temp_name(cache, tmp_path):
 
 class Predicted:
     """Makes the next temp names bundles choose predictable: the first ``n`` random parts are ``0123456789abcdef``
-    (an attacker who guessed them), then random again."""
+    (an attacker who guessed them), then random again; the bundle's own (Python) and the entry files' (the core's)."""
 
     def __init__(self, monkeypatch, n=1):
         import secrets
 
         self.token = "0123456789abcdef"
+        _core._cache_predict_temp_tokens(self.token, n)
         real, left = secrets.token_hex, [n]
 
         def token_hex(nbytes=None):
@@ -480,8 +482,8 @@ def _write(path, data: bytes):
 
 
 def test_manifest_with_a_lone_surrogate_or_deep_nesting_is_a_bundle_error(tmp_path):
-    # The manifest is read by the one strict JSON loader of untrusted text (_strict_json): nesting bounded, every
-    # string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
+    # The manifest is read by the core's one strict JSON reader of untrusted text (core/json.hpp): nesting bounded,
+    # every string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
     import hashlib
 
     from jitkernel._fleet import bundle as _bundle

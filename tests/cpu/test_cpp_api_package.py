@@ -91,13 +91,23 @@ def test_wheel_package_includes_resolve():
     shipped = package_dir() / "cpp"
     files = [*shipped.rglob("*.cpp"), *shipped.rglob("*.hpp")]
     assert len(files) > 100
-    assert unresolved_includes(files, [shipped, shipped / "generated"]) == []
+    assert unresolved_includes(files, [shipped, shipped / "generated", shipped / "third_party"]) == []
+
+
+def test_wheel_package_ships_the_vendored_xla_header_and_its_licence():
+    shipped = package_dir() / "cpp" / "third_party" / "xla"
+    for name in ("ffi/api/c_api.h", "LICENSE", "README.md"):
+        assert (shipped / name).read_bytes() == (CPP / "third_party" / "xla" / name).read_bytes(), name
 
 
 def test_installed_headers_are_self_contained():
-    # `cmake --install` installs every cpp/jitkernel header and nothing else: they must include only each other.
+    # `cmake --install` installs every cpp/jitkernel header and the vendored XLA FFI header (an include root of its
+    # own, cpp/third_party): they must include only each other.
     headers = list((CPP / "jitkernel").rglob("*.hpp"))
-    assert unresolved_includes(headers, [CPP]) == []
+    assert unresolved_includes(headers, [CPP, CPP / "third_party"]) == []
+    vendored = {name for h in headers for name in QUOTED_INCLUDE.findall(h.read_text(encoding="utf-8"))
+                if (CPP / "third_party" / name).is_file()}
+    assert vendored == {"xla/ffi/api/c_api.h"}
     closure = include_closure([CPP], PUBLIC_HEADERS)
     assert set(PUBLIC_HEADERS) <= closure and all(n.startswith("jitkernel/") for n in closure)
 

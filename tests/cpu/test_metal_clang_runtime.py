@@ -14,6 +14,8 @@ import _metal_clang as mc
 
 METAL_SOURCES = sorted((mc.REPO / "cpp" / "jitkernel" / "metal").glob("*.cpp"))
 APPLE_BINDINGS = [mc.REPO / "cpp" / "jitkernel" / "metal" / "metal_backend.cpp", mc.REPO / "cpp" / "bindings" / "metal_kernel.cpp"]
+# The core's include path as jitkernel_add_core sets it (cmake/jitkernel_core.cmake): cpp/ and its vendored headers.
+CORE_INCLUDES = ["-I", str(mc.REPO / "cpp"), "-I", str(mc.REPO / "cpp" / "third_party")]
 RUNTIME_FLAGS = ["-std=c++17", "-fblocks", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Werror"]
 
 # Must not compile: metal-cpp and the stubs do not accept just anything (a misspelt method, a wrong argument
@@ -34,7 +36,7 @@ def tools():
 
 def runtime_command(clang, metal_cpp, source) -> list:
     return [clang, *RUNTIME_FLAGS, "-fsyntax-only", "-isystem", str(mc.APPLE_STUBS),
-            "-isystem", str(metal_cpp), "-I", str(mc.REPO / "cpp"), str(source)]
+            "-isystem", str(metal_cpp), *CORE_INCLUDES, str(source)]
 
 
 @pytest.fixture(scope="module")
@@ -74,5 +76,5 @@ def test_apple_bindings_parse(tools, path):
     clang, _ = tools
     nanobind, python = mc.need(mc.find_nanobind()), mc.need(mc.python_include())
     result = mc.run_clang([clang, "-std=c++17", "-fsyntax-only", "-DJITKERNEL_HAVE_METAL", "-isystem", str(nanobind),
-                           "-isystem", str(python), "-I", str(mc.REPO / "cpp"), "-I", str(path.parent), str(path)])
+                           "-isystem", str(python), *CORE_INCLUDES, "-I", str(path.parent), str(path)])
     assert result.returncode == 0, f"clang rejected {path.name} with JITKERNEL_HAVE_METAL:\n{result.stderr}"

@@ -3,7 +3,7 @@
 The layers, bottom to top (a module imports from its own layer and the layers below it, never above):
 
   base         the extension ``_core`` and the modules every layer shares: ``_errors``, ``_dtypes``, ``_arrays``,
-               ``_strict_json``, ``_toolkit_search``
+               ``_toolkit_search``
   _kernels     the kernel API: the cuda / metal / precompiled kernels and their factories, the shared front, the
                call types, and ``call_routes``, the registration points the layers above plug into
   _frameworks  torch ops, the JAX call, traced calls, the records of compiled graphs, sharding, post-import hooks
@@ -38,8 +38,7 @@ LAYERS = {
     "_fleet": {"base", "_kernels", "_fleet"},
     "front": {"base", "_kernels", "_frameworks", "_fleet", "front"},
 }
-BASE = {"jitkernel._core", "jitkernel._errors", "jitkernel._dtypes", "jitkernel._arrays", "jitkernel._strict_json",
-        "jitkernel._toolkit_search"}
+BASE = {"jitkernel._core", "jitkernel._errors", "jitkernel._dtypes", "jitkernel._arrays", "jitkernel._toolkit_search"}
 FRONT = {"jitkernel", "jitkernel.fast", "jitkernel.__main__", "jitkernel._demo"}
 
 # "module -> imported jitkernel module" pairs allowed inside a function, each with its reason. Empty: none is needed.

@@ -86,6 +86,10 @@ bool is_temp_name(std::string_view name, std::uint64_t& reserved) {
 
 std::string entry_name(const Digest& key) { return to_hex(key) + std::string(kEntrySuffix); }
 
+bool key_of_entry_name(std::string_view name, Digest& key) {
+  return is_entry_name(name) && from_hex(name.substr(0, name.size() - kEntrySuffix.size()), key);
+}
+
 std::string temp_name(const Digest& key, std::uint64_t size) {
   static const std::uint64_t process_random = [] {
     std::random_device device;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,10 @@ inline constexpr std::size_t kEntries = 0, kRecords = 1;
 
 // "<key hex>.jkc": the name of the entry (or record) for `key`.
 std::string entry_name(const Digest& key);
+
+// The key the entry (or record) name `name` stands for; false when `name`
+// is not one ("<64 lowercase hex digits>.jkc", nothing else).
+bool key_of_entry_name(std::string_view name, Digest& key);
 
 // A temp-file name no other writer uses (key, pid and a per-process random
 // number with a counter) that announces `size`, the bytes it will hold.

@@ -1,9 +1,9 @@
 // The persistent compile cache (disk_cache.hpp): configuration from the
-// environment (resolved once per process), the warnings, and the public
-// calls, over the folder's files (cache_files.hpp), entry reads and writes
-// (entry_io.hpp) and the size cap (eviction.hpp); records (small payloads
-// that are not code) share the entry format and code in a folder of their own;
-// read-only tiers (tiers.hpp) are only ever read; claims (claims.hpp) keep
+// environment (resolved once per process), the warnings, the counters and the
+// public calls, over stores (store.hpp): the writable folder
+// (writable_folder.hpp; records, small payloads that are not code, share the
+// entry format in a folder of their own) and the read-only tiers (tiers.hpp),
+// asked in the one lookup order of lookup_order(); claims (claims.hpp) keep
 // processes starting together from compiling the same kernel each.
 //
 // Concurrency without locks between processes: a writer renames a complete
@@ -17,14 +17,9 @@
 #include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -34,12 +29,11 @@
 
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/directory.hpp"
-#include "jitkernel/cache/entry.hpp"
-#include "jitkernel/cache/entry_io.hpp"
-#include "jitkernel/cache/eviction.hpp"
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/settings.hpp"
+#include "jitkernel/cache/store.hpp"
 #include "jitkernel/cache/tiers.hpp"
+#include "jitkernel/cache/writable_folder.hpp"
 
 namespace jk::cache {
 namespace {
@@ -49,25 +43,34 @@ constexpr std::size_t kMaxRecords = 64;
 
 struct Config {
   std::string directory;        // configured folder ("" without a home folder)
-  std::string entries;          // directory/kernels
-  // The folder's kernels and records subfolders (kEntries, kRecords), opened
-  // once they passed the checks (directory.hpp) and used through these
-  // descriptors from then on: a rename of the path after the checks does
-  // not change which folder this process reads and writes. The records
-  // folder may be not ok() (records are then not kept).
-  std::vector<Folder> folders;
+  // The writable folder, opened once it passed the checks (directory.hpp)
+  // and used through its descriptors from then on; null when there is none.
+  std::unique_ptr<WritableFolder> folder;
   bool readable = false;        // the folder passed the checks: loads may hit
   std::atomic<bool> writable{false};  // stores allowed (off after a failed write)
   std::string disabled_reason;  // when not readable
   std::string write_problem;    // why writable turned off (under State::mutex)
   std::uint64_t max_bytes = kDefaultMaxBytes;
-  std::vector<Tier> tiers;      // read-only, looked in after the folder
+  // Read-only stores, looked in after the folder: the tiers, in the order
+  // configured (usable or not: info() reports each).
+  std::vector<std::unique_ptr<Store>> readonly;
+  std::vector<const Store*> lookup;  // lookup_order()
   bool claims = true;           // JITKERNEL_CACHE_CLAIM
   std::int64_t claim_wait_ns = kDefaultClaimWaitNs;
 };
 
+// The one order a load asks the stores in: the writable folder (when it
+// passed its checks), then each usable read-only store in order.
+std::vector<const Store*> lookup_order(const Config& c) {
+  std::vector<const Store*> order;
+  if (c.readable) order.push_back(c.folder.get());
+  for (const std::unique_ptr<Store>& s : c.readonly)
+    if (s->usable()) order.push_back(s.get());
+  return order;
+}
+
 struct Counters {
-  std::atomic<std::uint64_t> hits{0}, misses{0}, corrupt{0}, stores{0}, evictions{0};
+  std::atomic<std::uint64_t> hits{0}, misses{0}, corrupt{0}, stores{0};
   std::atomic<std::uint64_t> readonly_hits{0}, claim_waits{0}, claim_timeouts{0};
 };
 
@@ -155,43 +158,34 @@ std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
     return c;
   }
   if (const char* dirs = std::getenv("JITKERNEL_CACHE_READONLY_DIRS"); dirs != nullptr) {
-    c->tiers = readonly_tiers(dirs, c->directory);
-    for (const Tier& t : c->tiers) {
-      if (t.problem.empty()) continue;
-      warnings.push_back({"tier " + t.directory, "the read-only compile cache folder " + t.directory +
-                                                     " (JITKERNEL_CACHE_READONLY_DIRS) is not used: " +
-                                                     t.problem});
+    for (std::unique_ptr<ReadOnlyTier>& t : readonly_tiers(dirs, c->directory)) {
+      if (!t->usable())
+        warnings.push_back({"tier " + t->where(), "the read-only compile cache folder " + t->where() +
+                                                      " (JITKERNEL_CACHE_READONLY_DIRS) is not used: " +
+                                                      t->problem()});
+      c->readonly.push_back(std::move(t));
     }
   }
+  c->lookup = lookup_order(*c);
   if (c->directory.empty()) {
     c->disabled_reason = "no home folder to put it in (set JITKERNEL_CACHE_DIR)";
     warnings.push_back({"folder", "the compile cache is off: " + c->disabled_reason + "; " +
                                       kMemoryOnly});
     return c;
   }
-  c->entries = c->directory + "/" + kEntryFolder;
-  Fd root, entries, records;
-  std::string problem = open_private_folder(c->directory, true, LinkPolicy::Follow, root);
-  std::string where = c->directory;
-  if (problem.empty()) {
-    problem = open_private_subfolder(root.get(), kEntryFolder, true, entries);
-    where = c->entries;
-  }
-  if (!problem.empty()) {
-    c->disabled_reason = where + ": " + problem;
-    warnings.push_back({"folder", "the compile cache folder " + where + " is not used: " + problem +
-                                      "; " + kMemoryOnly +
+  c->folder = std::make_unique<WritableFolder>(c->directory, c->max_bytes);
+  if (!c->folder->usable()) {
+    const std::string& where = c->folder->problem_at();
+    c->disabled_reason = where + ": " + c->folder->problem();
+    warnings.push_back({"folder", "the compile cache folder " + where + " is not used: " +
+                                      c->folder->problem() + "; " + kMemoryOnly +
                                       " (set JITKERNEL_CACHE_DIR to another folder, or "
                                       "JITKERNEL_CACHE=0)"});
     return c;
   }
-  // A records folder that cannot be used only means no records (silent).
-  const int records_error =
-      open_private_subfolder(root.get(), kRecordFolder, true, records).empty() ? 0 : EPERM;
-  c->folders.emplace_back(std::move(entries), 0);
-  c->folders.emplace_back(std::move(records), records_error);
   c->readable = true;
   c->writable = true;
+  c->lookup = lookup_order(*c);
   return c;
 }
 
@@ -210,7 +204,7 @@ std::shared_ptr<Config> config() {
 
 // After a failed write the folder is only read from; one warning.
 void write_failed(Config& c, const std::string& what, int error) {
-  const std::string problem = "cannot write to the compile cache folder " + c.entries + " (" +
+  const std::string problem = "cannot write to the compile cache folder " + c.folder->where() + " (" +
                               what + ": " + errno_text(error) + ")";
   {
     std::lock_guard<std::mutex> lock(state().mutex);
@@ -228,25 +222,14 @@ void entry_not_stored(const std::string& path, const std::string& what, int erro
                       "are still stored"}});
 }
 
-bool any_tier(const Config& c) {
-  return std::any_of(c.tiers.begin(), c.tiers.end(), [](const Tier& t) { return t.problem.empty(); });
-}
-
 enum class Where { None, Folder, Tier };
 
-// Looks `key` up in the folder (when readable), then in each usable tier in
-// order; `bad` tells whether a bad entry was found on the way.
+// Looks `key` up in the stores in lookup order; `bad` tells whether a bad
+// entry was found on the way.
 Where lookup(const Config& c, const Key& key, std::string& payload, bool& bad) {
-  auto found = [&](const Folder& folder, Folders whose) {
-    const Read read = read_entry(folder, key, c.max_bytes, payload, whose);
-    bad = bad || read == Read::Bad;
-    return read == Read::Hit;
-  };
-  if (c.readable && found(c.folders[kEntries], Folders::Own)) return Where::Folder;
-  for (const Tier& t : c.tiers) {
-    if (t.problem.empty() && found(t.folder, Folders::ReadOnly)) return Where::Tier;
-  }
-  return Where::None;
+  const Store* found = find(c.lookup, key, c.max_bytes, payload, bad);
+  if (found == nullptr) return Where::None;
+  return found == c.folder.get() ? Where::Folder : Where::Tier;
 }
 
 // Counts one load's answer: a hit (from a tier or not), else a miss (a
@@ -279,14 +262,14 @@ namespace {
 std::optional<std::string> load_from_disk(const Key& key, Claim* claim) {
   StageTimer timer(Stage::DiskLookup);
   std::shared_ptr<Config> c = config();
-  if (!c->readable && !any_tier(*c)) return std::nullopt;
+  if (c->lookup.empty()) return std::nullopt;
   std::string payload;
   bool bad = false;
   Where where = lookup(*c, key, payload, bad);
   if (claim != nullptr && where == Where::None && c->readable && c->writable && c->claims) {
     const Claimed claimed = claim_or_wait(
         c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
-        [&] { return read_entry(c->folders[kEntries], key, c->max_bytes, payload) == Read::Hit; },
+        [&] { return c->folder->load(key, c->max_bytes, payload) == Read::Hit; },
         *claim);
     Counters& counters = state().counters;
     if (claimed.waited) counters.claim_waits++;
@@ -306,23 +289,16 @@ void store(const Key& key, std::string_view payload) {
   StageTimer timer(Stage::DiskStore);
   std::shared_ptr<Config> c = config();
   if (!c->readable || !c->writable) return;
-  if (payload.size() > c->max_bytes - std::min<std::uint64_t>(c->max_bytes, kEntryHeaderSize) ||
-      kEntryHeaderSize > c->max_bytes)
-    return;  // could never stay
   const char* what = "";
   int error = 0;
-  std::uint64_t evictions = 0;
-  const Write result = write_entry(c->folders, kEntries, key, payload, c->max_bytes,
-                                   evictions, &what, &error);
-  state().counters.evictions += evictions;
-  switch (result) {
+  switch (c->folder->store(key, payload, &what, &error)) {
     case Write::Stored:
       state().counters.stores++;
       break;
     case Write::NoRoom:
       break;
     case Write::EntryInTheWay:
-      entry_not_stored(c->entries + "/" + entry_name(key), what, error);
+      entry_not_stored(c->folder->where() + "/" + entry_name(key), what, error);
       break;
     case Write::Failed:
       write_failed(*c, what, error);
@@ -332,39 +308,16 @@ void store(const Key& key, std::string_view payload) {
 
 std::optional<std::string> load_record(const Key& key) {
   std::shared_ptr<Config> c = config();
-  if (!c->readable) return std::nullopt;
-  const Folder& folder = c->folders[kRecords];
-  // A record names a library to load: only a private folder's are used
-  // (re-checked here, as a user may have changed its mode meanwhile).
   std::string payload;
-  if (!folder.ok() || !private_folder_problem(folder.fd()).empty() ||
-      read_entry(folder, key, c->max_bytes, payload) != Read::Hit)
-    return std::nullopt;
+  if (!c->readable || !c->folder->load_record(key, payload)) return std::nullopt;
   return payload;
 }
 
 void store_record(const Key& key, std::string_view payload) {
   std::shared_ptr<Config> c = config();
   if (!c->readable || !c->writable) return;
-  if (payload.size() > c->max_bytes - std::min<std::uint64_t>(c->max_bytes, kEntryHeaderSize) ||
-      kEntryHeaderSize > c->max_bytes)
-    return;
-  const std::vector<Folder>& folders = c->folders;
-  if (!folders[kRecords].ok() || !private_folder_problem(folders[kRecords].fd()).empty())
-    return;  // the caller finds no record next time and rediscovers
-  const char* what = "";
-  int error = 0;
-  std::uint64_t evictions = 0;
   // A failure is ignored: the caller finds no record next time and searches.
-  if (write_entry(folders, kRecords, key, payload, c->max_bytes, evictions,
-                  &what, &error) == Write::Stored) {
-    std::vector<CacheFile> records;
-    list_files(folders[kRecords], kRecords, records);
-    std::uint64_t total = 0;  // only the count is bounded here
-    evictions += evict(folders, std::move(records), total, std::numeric_limits<std::uint64_t>::max(),
-                       kMaxRecords, FileId{kRecords, entry_name(key)}, FileId{});
-  }
-  state().counters.evictions += evictions;
+  c->folder->store_record(key, payload, kMaxRecords);
 }
 
 Info info() {
@@ -379,23 +332,16 @@ Info info() {
   }
   out.max_bytes = c->max_bytes;
   if (c->readable) {
-    std::vector<CacheFile> files;
-    const std::vector<Folder>& folders = c->folders;
-    for (std::size_t i = 0; i < folders.size(); ++i) list_files(folders[i], i, files);
-    for (const CacheFile& f : files) {
-      if (!f.temp) (f.folder == kEntries ? out.entries : out.records)++;
-      out.bytes = saturating_add(out.bytes, f.size);
-    }
+    c->folder->usage(out.entries, out.records, out.bytes);
+    out.evictions = c->folder->evictions();
   }
-  for (const Tier& t : c->tiers) {
-    TierInfo tier{t.directory, t.problem};
-    if (t.problem.empty()) {
-      std::vector<CacheFile> files;
-      list_files(t.folder, kEntries, files, false);
-      for (const CacheFile& f : files) {
-        if (!f.temp) tier.entries++;
-        tier.bytes = saturating_add(tier.bytes, f.size);
-      }
+  for (const std::unique_ptr<Store>& s : c->readonly) {
+    TierInfo tier{s->where(), s->problem()};
+    std::vector<StoredFile> files;
+    s->list(files);
+    for (const StoredFile& f : files) {
+      if (!f.temp) tier.entries++;
+      tier.bytes = saturating_add(tier.bytes, f.size);
     }
     out.readonly.push_back(std::move(tier));
   }
@@ -409,7 +355,6 @@ Info info() {
   out.misses = counters.misses;
   out.corrupt = counters.corrupt;
   out.stores = counters.stores;
-  out.evictions = counters.evictions;
   return out;
 }
 
@@ -417,17 +362,7 @@ Cleared clear() {
   std::shared_ptr<Config> c = config();
   Cleared out;
   if (!c->readable) return out;
-  const std::vector<Folder>& folders = c->folders;
-  for (std::size_t i = 0; i < folders.size(); ++i) {
-    struct stat st;
-    if (!folders[i].ok() || ::fstat(folders[i].fd(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-    std::vector<CacheFile> files;
-    list_files(folders[i], i, files);
-    for (const CacheFile& f : files) {
-      if (remove_ours(folders[i], f) != Removal::Removed || f.temp) continue;
-      (i == kEntries ? out.entries : out.records)++;
-    }
-  }
+  c->folder->clear(out.entries, out.records);
   remove_dead_claims(c->directory + "/" + kClaimFolder, c->claim_wait_ns);  // live ones stay (claims.hpp)
   return out;
 }
@@ -441,7 +376,6 @@ void reset() {
   s.counters.misses = 0;
   s.counters.corrupt = 0;
   s.counters.stores = 0;
-  s.counters.evictions = 0;
   s.counters.readonly_hits = 0;
   s.counters.claim_waits = 0;
   s.counters.claim_timeouts = 0;

@@ -44,10 +44,9 @@
 
 #include "jitkernel/cache/claims.hpp"
 #include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/cache/store.hpp"
 
 namespace jk::cache {
-
-using Key = Digest;
 
 // The absolute cache folder when the disk cache is enabled and usable
 // (created 0700, owned by this user, not writable by group/others, and every

@@ -1,6 +1,7 @@
 // Encoding and checking of the entry header of entry.hpp.
 #include "jitkernel/cache/entry.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "jitkernel/cache/key_builder.hpp"
@@ -60,6 +61,31 @@ bool payload_matches(const EntryHeaderBytes& header, std::string_view payload) {
 
 bool payload_checksum_matches(const EntryHeaderBytes& header, const Digest& checksum) {
   return std::memcmp(header.data() + kChecksumAt, checksum.data(), checksum.size()) == 0;
+}
+
+void EntryCheck::update(std::string_view bytes) {
+  if (finished_) return;
+  const std::size_t to_header =
+      seen_ < header_.size() ? std::min(bytes.size(), header_.size() - static_cast<std::size_t>(seen_)) : 0;
+  if (to_header > 0) std::memcpy(header_.data() + seen_, bytes.data(), to_header);
+  payload_.update(bytes.data() + to_header, bytes.size() - to_header);
+  seen_ += bytes.size();
+}
+
+const std::string& EntryCheck::finish() {
+  if (finished_) return why_;
+  finished_ = true;
+  const Digest checksum = payload_.finish();
+  if (seen_ != size_) {
+    why_ = "got " + std::to_string(seen_) + " bytes, expected " + std::to_string(size_);
+  } else if (size_ < kEntryHeaderSize) {
+    why_ = "shorter than an entry header";
+  } else if (const char* why = check_entry_header(header_, key_, size_)) {
+    why_ = why;
+  } else if (!payload_checksum_matches(header_, checksum)) {
+    why_ = "bad checksum";
+  }
+  return why_;
 }
 
 }  // namespace jk::cache

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "jitkernel/cache/sha256.hpp"
@@ -44,5 +45,30 @@ bool payload_matches(const EntryHeaderBytes& header, std::string_view payload);
 // Whether `checksum` (the SHA-256 of a payload, hashed in pieces by the
 // caller) is the one recorded in `header`.
 bool payload_checksum_matches(const EntryHeaderBytes& header, const Digest& checksum);
+
+// Checks an entry file given in pieces (update) against `key` and the size
+// announced for it: the header against the key and the size, the payload
+// against the header's checksum, hashed as it comes. Memory does not depend
+// on the size (bundles stream theirs).
+class EntryCheck {
+ public:
+  EntryCheck(const Digest& key, std::uint64_t size) : key_(key), size_(size) {}
+  void update(std::string_view bytes);
+  // "" when the pieces were a valid entry file for the key, of the size
+  // announced, else why not. The answer is kept: later calls repeat it.
+  const std::string& finish();
+  bool finished() const { return finished_; }
+  // The header seen so far (whole once kEntryHeaderSize bytes came).
+  const EntryHeaderBytes& header() const { return header_; }
+
+ private:
+  Digest key_;
+  std::uint64_t size_;
+  std::uint64_t seen_ = 0;
+  EntryHeaderBytes header_{};
+  Sha256 payload_;
+  bool finished_ = false;
+  std::string why_;
+};
 
 }  // namespace jk::cache

@@ -1,7 +1,8 @@
 // Reading and writing one entry file of the disk cache (disk_cache.hpp):
 // a checked read that never blocks or over-allocates, and an atomic write
 // (temp file announcing its size, room made under the cap, rename into
-// place). Internal to cache/.
+// place). Internal to cache/: the stores (store.hpp) read and write through
+// these.
 #pragma once
 
 #include <cstddef>
@@ -12,15 +13,9 @@
 
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/cache/store.hpp"
 
 namespace jk::cache {
-
-enum class Write {
-  Stored,
-  NoRoom,       // writers in flight hold the room: not stored, not a failure
-  EntryInTheWay,  // something that cannot be replaced holds the entry's name
-  Failed,       // the folder does not take files (errno set)
-};
 
 // Stores the entry file for `key` in folders[into]: announce a temp file,
 // make room (make_room), write, rename into place. Nothing waits for the disk
@@ -32,13 +27,13 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
                   std::string_view payload, std::uint64_t max_bytes,
                   std::uint64_t& evictions, const char** what, int* error);
 
-enum class Read { Hit, Missing, Bad };
-
 // Whose folder an entry is read from: the writable folder's hits are marked
 // recently used; a read-only tier (tiers.hpp) is never modified, and its
 // entry files must not be writable by group or others, and must belong to
-// root, this user or the owner of `folder` (else Bad).
-enum class Folders { Own, ReadOnly };
+// root, this user or the owner of `folder` (else Bad); a folder read as it
+// is (Plain: the folder a bundle is exported from) is never modified and
+// its files' owners are not checked.
+enum class Folders { Own, ReadOnly, Plain };
 
 // Reads the entry for `key` in `folder` (relative to its descriptor) into `payload` (checked against its
 // header and checksum); a hit in our own folder marks it recently used (the

@@ -214,4 +214,19 @@ std::string to_hex(const Digest& digest) {
   return out;
 }
 
+bool from_hex(std::string_view hex, Digest& digest) {
+  if (hex.size() != 2 * digest.size()) return false;
+  auto digit = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < digest.size(); ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    digest[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return true;
+}
+
 }  // namespace jk::cache

@@ -38,4 +38,7 @@ Digest sha256(std::string_view bytes, bool portable = false);
 // 64 lowercase hex digits.
 std::string to_hex(const Digest& digest);
 
+// 64 lowercase hex digits -> the digest; false for anything else.
+bool from_hex(std::string_view hex, Digest& digest);
+
 }  // namespace jk::cache

@@ -22,23 +22,37 @@
 // answers at the cost of one read, and the node-local folder stays small.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "jitkernel/cache/cache_files.hpp"
+#include "jitkernel/cache/store.hpp"
 
 namespace jk::cache {
 
-struct Tier {
-  std::string directory;  // as configured, made absolute
-  std::string entries;    // directory/kernels
-  std::string problem;    // why it is not used ("" when it is)
-  Folder folder;          // `entries`, held open (ok() when used)
+// One read-only tier as a store (store.hpp): loads and lists, nothing else.
+class ReadOnlyTier : public Store {
+ public:
+  // Opens and vets `directory` (absolute) and its kernels subfolder, as
+  // above; problem() says why it is not used.
+  explicit ReadOnlyTier(std::string directory);
+
+  const std::string& where() const override { return directory_; }
+  const std::string& problem() const override { return problem_; }
+  Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const override;
+  void list(std::vector<StoredFile>& out) const override;  // never tidies
+
+ private:
+  std::string directory_;  // as configured, made absolute
+  std::string problem_;    // why it is not used ("" when it is)
+  Folder folder_;          // its kernels folder, held open (ok() when used)
 };
 
 // The tiers JITKERNEL_CACHE_READONLY_DIRS (`value`) names, each checked,
 // without duplicates and without `writable` (the writable folder, which is
 // looked in first anyway).
-std::vector<Tier> readonly_tiers(const std::string& value, const std::string& writable);
+std::vector<std::unique_ptr<ReadOnlyTier>> readonly_tiers(const std::string& value,
+                                                          const std::string& writable);
 
 }  // namespace jk::cache

@@ -1,224 +1,101 @@
-// The part of XLA's FFI C ABI (xla/ffi/api/c_api.h) that jitkernel's XLA
-// handler uses, declared here so that building jitkernel needs no jaxlib:
-// the call frame (args, rets, attributes, stage), error creation, the
-// stream and device ordinal of a call, and the metadata extension through
-// which XLA asks a handler for its API version and traits. Every struct
-// starts with its size; the handler checks the sizes XLA passes against
-// these declarations (and the API's version) and refuses a layout it does
-// not know with an error instead of reading past it. The layouts here are
-// the same in FFI API 0.3 (jaxlib 0.10) and 0.4 (jaxlib 0.11, which accepts
-// handlers that report 0.3); later changes in those versions touch only
-// structs and entries this file does not use.
+// XLA's FFI C ABI as jitkernel's XLA handler uses it. The structs, enums and
+// version macros are XLA's own header, vendored unmodified in
+// cpp/third_party/xla/ffi/api/c_api.h (FFI API 0.3, from jaxlib 0.10.2;
+// cpp/third_party/xla/README.md says where it came from and why 0.3), so
+// building jitkernel needs no jaxlib. This file only gives the handler's code
+// short names for the parts it reads: the call frame (args, rets, attributes,
+// stage), error creation, the stream and device ordinal of a call, and the
+// metadata extension through which XLA asks a handler for its API version and
+// traits.
+//
+// The handler reports the header's API version (XLA_FFI_API_MAJOR/MINOR) to
+// XLA and checks every struct XLA passes against the header's sizes (the
+// XLA_FFI_*_STRUCT_SIZE values: the bytes through each struct's last field in
+// that version): a caller of this version or later passes at least that many,
+// and the handler refuses a smaller layout, or another major version, with an
+// error instead of reading past it. XLA accepts handlers of older minor
+// versions (jaxlib 0.11, API 0.4, takes 0.3 handlers) and refuses newer ones,
+// so the vendored header is the oldest FFI API jitkernel supports, not the
+// newest there is.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "xla/ffi/api/c_api.h"
+
 namespace jk::xla::abi {
 
-// The FFI API version this file declares; XLA compares it with its own at
-// handler registration.
-inline constexpr int kApiMajor = 0;
-inline constexpr int kApiMinor = 3;
+// The FFI API version the vendored header declares; the handler reports it to
+// XLA, which compares it with its own at handler registration.
+inline constexpr int kApiMajor = XLA_FFI_API_MAJOR;
+inline constexpr int kApiMinor = XLA_FFI_API_MINOR;
 
-struct ExtensionBase {
-  std::size_t struct_size;
-  int type;  // 1: metadata
-  ExtensionBase* next;
-};
-inline constexpr int kExtensionMetadata = 1;
+inline constexpr XLA_FFI_Extension_Type kExtensionMetadata = XLA_FFI_Extension_Metadata;
+using ApiVersion = XLA_FFI_Api_Version;
+using Error = XLA_FFI_Error;  // opaque, owned by XLA
 
-struct ApiVersion {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  int major_version;
-  int minor_version;
-};
-
-struct Error;  // opaque, owned by XLA
-
-enum ErrorCode : int {
-  kOk = 0,
-  kUnknown = 2,
-  kInvalidArgument = 3,
-  kNotFound = 5,
-  kResourceExhausted = 8,
-  kFailedPrecondition = 9,
-  kUnimplemented = 12,
-  kInternal = 13,
-  kUnavailable = 14,
-};
-
-struct ErrorCreateArgs {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  const char* message;
-  ErrorCode errc;
-};
+using ErrorCode = XLA_FFI_Error_Code;
+inline constexpr ErrorCode kUnknown = XLA_FFI_Error_Code_UNKNOWN;
+inline constexpr ErrorCode kInvalidArgument = XLA_FFI_Error_Code_INVALID_ARGUMENT;
+inline constexpr ErrorCode kResourceExhausted = XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
+inline constexpr ErrorCode kFailedPrecondition = XLA_FFI_Error_Code_FAILED_PRECONDITION;
+inline constexpr ErrorCode kInternal = XLA_FFI_Error_Code_INTERNAL;
+using ErrorCreateArgs = XLA_FFI_Error_Create_Args;
 
 // XLA's element types (XLA_FFI_DataType), those jitkernel has a dtype for.
-enum DataType : int {
-  kPred = 1,
-  kS8 = 2,
-  kS16 = 3,
-  kS32 = 4,
-  kS64 = 5,
-  kU8 = 6,
-  kU16 = 7,
-  kU32 = 8,
-  kU64 = 9,
-  kF16 = 10,
-  kF32 = 11,
-  kF64 = 12,
-  kC64 = 15,
-  kBF16 = 16,
-};
+using DataType = XLA_FFI_DataType;
+inline constexpr DataType kPred = XLA_FFI_DataType_PRED;
+inline constexpr DataType kS8 = XLA_FFI_DataType_S8;
+inline constexpr DataType kS16 = XLA_FFI_DataType_S16;
+inline constexpr DataType kS32 = XLA_FFI_DataType_S32;
+inline constexpr DataType kS64 = XLA_FFI_DataType_S64;
+inline constexpr DataType kU8 = XLA_FFI_DataType_U8;
+inline constexpr DataType kU16 = XLA_FFI_DataType_U16;
+inline constexpr DataType kU32 = XLA_FFI_DataType_U32;
+inline constexpr DataType kU64 = XLA_FFI_DataType_U64;
+inline constexpr DataType kF16 = XLA_FFI_DataType_F16;
+inline constexpr DataType kF32 = XLA_FFI_DataType_F32;
+inline constexpr DataType kF64 = XLA_FFI_DataType_F64;
+inline constexpr DataType kC64 = XLA_FFI_DataType_C64;
+inline constexpr DataType kBF16 = XLA_FFI_DataType_BF16;
 
-struct Buffer {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  int dtype;  // DataType
-  void* data;
-  std::int64_t rank;
-  std::int64_t* dims;
-};
+using Buffer = XLA_FFI_Buffer;
+inline constexpr XLA_FFI_ArgType kArgBuffer = XLA_FFI_ArgType_BUFFER;
+inline constexpr XLA_FFI_AttrType kAttrScalar = XLA_FFI_AttrType_SCALAR;
+inline constexpr XLA_FFI_AttrType kAttrString = XLA_FFI_AttrType_STRING;
+using ByteSpan = XLA_FFI_ByteSpan;
+using ScalarAttr = XLA_FFI_Scalar;
 
-inline constexpr int kArgBuffer = 1;
-inline constexpr int kRetBuffer = 1;
-inline constexpr int kAttrScalar = 3;
-inline constexpr int kAttrString = 4;
+using Stage = XLA_FFI_ExecutionStage;
+inline constexpr Stage kInstantiate = XLA_FFI_ExecutionStage_INSTANTIATE;
+inline constexpr Stage kInitialize = XLA_FFI_ExecutionStage_INITIALIZE;
+inline constexpr Stage kExecute = XLA_FFI_ExecutionStage_EXECUTE;
 
-struct ByteSpan {
-  const char* ptr;
-  std::size_t len;
-};
+using Attrs = XLA_FFI_Attrs;
+using Api = XLA_FFI_Api;
+using CallFrame = XLA_FFI_CallFrame;
+using StreamGetArgs = XLA_FFI_Stream_Get_Args;
+using DeviceOrdinalGetArgs = XLA_FFI_DeviceOrdinal_Get_Args;
 
-struct ScalarAttr {
-  int dtype;  // DataType
-  void* value;
-};
+inline constexpr std::uint32_t kTraitCommandBufferCompatible = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
+using Metadata = XLA_FFI_Metadata;
+using MetadataExtension = XLA_FFI_Metadata_Extension;
 
-enum Stage : int { kInstantiate = 0, kPrepare = 1, kInitialize = 2, kExecute = 3 };
+using Handler = XLA_FFI_Handler;
 
-struct ExecutionContext;  // opaque
-
-struct Args {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  std::int64_t size;
-  int* types;  // kArgBuffer (1) or a token
-  void** args;
-};
-
-struct Rets {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  std::int64_t size;
-  int* types;
-  void** rets;
-};
-
-struct Attrs {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  std::int64_t size;
-  int* types;
-  ByteSpan** names;
-  void** attrs;
-};
-
-struct Api;
-
-struct CallFrame {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  const Api* api;
-  ExecutionContext* ctx;
-  int stage;  // Stage
-  Args args;
-  Rets rets;
-  Attrs attrs;
-  void* future;  // out: only for asynchronous handlers (not ours)
-};
-
-struct StreamGetArgs {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  ExecutionContext* ctx;
-  void* stream;  // out: the CUstream
-};
-
-struct DeviceOrdinalGetArgs {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  ExecutionContext* ctx;
-  std::int32_t device_ordinal;  // out
-};
-
-inline constexpr std::uint32_t kTraitCommandBufferCompatible = 1u << 0;
-
-struct Metadata {
-  std::size_t struct_size;
-  ApiVersion api_version;
-  std::uint32_t traits;
-  std::int64_t state_type_id;  // 0: the handler keeps no XLA-owned state
-};
-
-struct MetadataExtension {
-  ExtensionBase extension_base;
-  Metadata* metadata;
-};
-
-using Handler = Error*(CallFrame*);
-using ErrorCreateFn = Error*(ErrorCreateArgs*);
-using StreamGetFn = Error*(StreamGetArgs*);
-using DeviceOrdinalGetFn = Error*(DeviceOrdinalGetArgs*);
-using UnusedFn = void (*)();
-
-// XLA_FFI_Api up to the last entry jitkernel calls (DeviceOrdinal_Get);
-// entries it does not call are kept as untyped pointers for the layout.
-struct Api {
-  std::size_t struct_size;
-  ExtensionBase* extension_start;
-  ApiVersion api_version;
-  const void* internal_api;
-  ErrorCreateFn* Error_Create;
-  UnusedFn Error_GetMessage;
-  UnusedFn Error_Destroy;
-  UnusedFn Handler_Register;
-  StreamGetFn* Stream_Get;
-  UnusedFn Type_Register;
-  UnusedFn ExecutionContext_Get;
-  UnusedFn State_Set;
-  UnusedFn State_Get;
-  UnusedFn DeviceMemory_Allocate;
-  UnusedFn DeviceMemory_Free;
-  UnusedFn ThreadPool_Schedule;
-  UnusedFn ThreadPool_NumThreads;
-  UnusedFn Future_Create;
-  UnusedFn Future_SetAvailable;
-  UnusedFn Future_SetError;
-  UnusedFn RunId_Get;
-  DeviceOrdinalGetFn* DeviceOrdinal_Get;
-};
-
-// XLA_FFI_STRUCT_SIZE: the bytes up to and including a struct's last field
-// this file declares (what a caller of at least this version passes).
-#define JK_XLA_SIZE_THROUGH(S, field) \
-  (offsetof(S, field) + sizeof(static_cast<S*>(nullptr)->field))
-
-inline constexpr std::size_t kCallFrameSize = JK_XLA_SIZE_THROUGH(CallFrame, attrs);
-inline constexpr std::size_t kApiSize = JK_XLA_SIZE_THROUGH(Api, DeviceOrdinal_Get);
-inline constexpr std::size_t kBufferSize = JK_XLA_SIZE_THROUGH(Buffer, dims);
-inline constexpr std::size_t kArgsSize = JK_XLA_SIZE_THROUGH(Args, args);
-inline constexpr std::size_t kRetsSize = JK_XLA_SIZE_THROUGH(Rets, rets);
-inline constexpr std::size_t kAttrsSize = JK_XLA_SIZE_THROUGH(Attrs, attrs);
-inline constexpr std::size_t kMetadataSize = JK_XLA_SIZE_THROUGH(Metadata, traits);
-inline constexpr std::size_t kMetadataExtensionSize = JK_XLA_SIZE_THROUGH(MetadataExtension, metadata);
-inline constexpr std::size_t kApiVersionSize = JK_XLA_SIZE_THROUGH(ApiVersion, minor_version);
-inline constexpr std::size_t kErrorCreateArgsSize = JK_XLA_SIZE_THROUGH(ErrorCreateArgs, errc);
-inline constexpr std::size_t kStreamGetArgsSize = JK_XLA_SIZE_THROUGH(StreamGetArgs, stream);
-inline constexpr std::size_t kDeviceOrdinalGetArgsSize =
-    JK_XLA_SIZE_THROUGH(DeviceOrdinalGetArgs, device_ordinal);
+// What a caller of the vendored API version passes at least, struct by struct.
+inline constexpr std::size_t kCallFrameSize = XLA_FFI_CallFrame_STRUCT_SIZE;
+inline constexpr std::size_t kApiSize = XLA_FFI_Api_STRUCT_SIZE;
+inline constexpr std::size_t kBufferSize = XLA_FFI_Buffer_STRUCT_SIZE;
+inline constexpr std::size_t kArgsSize = XLA_FFI_Args_STRUCT_SIZE;
+inline constexpr std::size_t kRetsSize = XLA_FFI_Rets_STRUCT_SIZE;
+inline constexpr std::size_t kAttrsSize = XLA_FFI_Attrs_STRUCT_SIZE;
+inline constexpr std::size_t kMetadataSize = XLA_FFI_Metadata_STRUCT_SIZE;
+inline constexpr std::size_t kMetadataExtensionSize = XLA_FFI_Metadata_Extension_STRUCT_SIZE;
+inline constexpr std::size_t kApiVersionSize = XLA_FFI_Api_Version_STRUCT_SIZE;
+inline constexpr std::size_t kErrorCreateArgsSize = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+inline constexpr std::size_t kStreamGetArgsSize = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+inline constexpr std::size_t kDeviceOrdinalGetArgsSize = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
 
 }  // namespace jk::xla::abi

@@ -1,8 +1,8 @@
 // The three FFI stages of jitkernel's XLA custom call (ffi_handler.hpp) over
-// the C ABI declared in ffi_abi.hpp: the metadata answer (API version and
-// the command-buffer trait), the checks of XLA's struct sizes and API
-// version before anything is read, attribute lookup, and the translation of
-// jitkernel's typed errors into FFI errors.
+// XLA's FFI C ABI (the vendored xla/ffi/api/c_api.h; ffi_abi.hpp): the
+// metadata answer (API version and the command-buffer trait), the checks of
+// XLA's struct sizes and API version before anything is read, attribute
+// lookup, and the translation of jitkernel's typed errors into FFI errors.
 #include "jitkernel/xla/ffi_handler.hpp"
 
 #include <atomic>
@@ -27,7 +27,7 @@ struct PassThrough {
 std::atomic<std::uint64_t> g_executes{0};
 
 bool is_metadata_query(const abi::CallFrame* frame) {
-  return frame->struct_size >= JK_XLA_SIZE_THROUGH(abi::CallFrame, extension_start) &&
+  return frame->struct_size >= XLA_FFI_STRUCT_SIZE(abi::CallFrame, extension_start) &&
          frame->extension_start != nullptr && frame->extension_start->type == abi::kExtensionMetadata;
 }
 
@@ -40,7 +40,7 @@ abi::Error* answer_metadata(abi::CallFrame* frame) {
   if (m->struct_size < abi::kMetadataSize) return nullptr;
   m->api_version = abi::ApiVersion{abi::kApiVersionSize, nullptr, abi::kApiMajor, abi::kApiMinor};
   m->traits = abi::kTraitCommandBufferCompatible;
-  if (m->struct_size >= JK_XLA_SIZE_THROUGH(abi::Metadata, state_type_id)) m->state_type_id = 0;
+  if (m->struct_size >= XLA_FFI_STRUCT_SIZE(abi::Metadata, state_type_id)) m->state_type_id = XLA_FFI_TypeId{0};
   return nullptr;
 }
 
@@ -81,14 +81,14 @@ std::string utf8_text(const std::string& text) {
 
 abi::Error* make_error(const abi::CallFrame* frame, abi::ErrorCode code, const std::string& message) {
   const abi::Api* api = frame->api;
-  if (api == nullptr || api->struct_size < JK_XLA_SIZE_THROUGH(abi::Api, Error_Create) ||
-      api->Error_Create == nullptr) {
+  if (api == nullptr || api->struct_size < XLA_FFI_STRUCT_SIZE(abi::Api, XLA_FFI_Error_Create) ||
+      api->XLA_FFI_Error_Create == nullptr) {
     // Cannot happen with XLA (it always passes its API); nothing to report through.
     return nullptr;
   }
   std::string text = utf8_text("jitkernel: " + message);
   abi::ErrorCreateArgs args{abi::kErrorCreateArgsSize, nullptr, text.c_str(), code};
-  return api->Error_Create(&args);
+  return api->XLA_FFI_Error_Create(&args);
 }
 
 // The layout checks every stage makes before reading the frame.
@@ -157,14 +157,14 @@ PreparedCall& call_of(const abi::CallFrame& frame, const PreparedCall** named) {
 
 int device_ordinal(const abi::CallFrame& frame) {
   abi::DeviceOrdinalGetArgs args{abi::kDeviceOrdinalGetArgsSize, nullptr, frame.ctx, -1};
-  if (abi::Error* e = frame.api->DeviceOrdinal_Get(&args)) throw PassThrough{e};
+  if (abi::Error* e = frame.api->XLA_FFI_DeviceOrdinal_Get(&args)) throw PassThrough{e};
   if (args.device_ordinal < 0) throw Error("XLA gave no device ordinal for the call");
   return args.device_ordinal;
 }
 
 std::uintptr_t stream_of(const abi::CallFrame& frame) {
   abi::StreamGetArgs args{abi::kStreamGetArgsSize, nullptr, frame.ctx, nullptr};
-  if (abi::Error* e = frame.api->Stream_Get(&args)) throw PassThrough{e};
+  if (abi::Error* e = frame.api->XLA_FFI_Stream_Get(&args)) throw PassThrough{e};
   return reinterpret_cast<std::uintptr_t>(args.stream);
 }
 
@@ -179,7 +179,7 @@ template <typename Body>
 abi::Error* run_stage(abi::CallFrame* frame, int stage, const char* stage_name, Body&& body) {
   if (frame == nullptr) return nullptr;
   if (is_metadata_query(frame)) return answer_metadata(frame);
-  if (frame->struct_size < JK_XLA_SIZE_THROUGH(abi::CallFrame, api) || frame->api == nullptr) return nullptr;
+  if (frame->struct_size < XLA_FFI_STRUCT_SIZE(abi::CallFrame, api) || frame->api == nullptr) return nullptr;
   const std::string problem = layout_problem(frame);
   if (!problem.empty()) return make_error(frame, abi::kFailedPrecondition, problem);
   if (frame->stage != stage) {

@@ -53,8 +53,10 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
                           stream=stream, outputs=outputs, verbose=verbose)
 
 
-_KEYWORDS = _core._call_keywords  # the C call slot's, in its order (cpp/bindings/cuda_kernel.cpp)
+# The C call slot's keyword table (cpp/bindings/call_args.hpp): names in its order, the required ones, defaults.
+_KEYWORDS = _core._call_keywords
 _REQUIRED = _core._call_required
+_DEFAULTS = _core._call_defaults
 
 
 def dynamo_call(self, *args, **kwargs):
@@ -68,8 +70,7 @@ def dynamo_call(self, *args, **kwargs):
     over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error."""
     if (torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
             and all(k in kwargs for k in _REQUIRED)):
-        full = dict(zip(_KEYWORDS, (None,) * len(_KEYWORDS)))
-        full["verbose"] = False
+        full = dict(zip(_KEYWORDS, _DEFAULTS))
         full.update(kwargs)
         reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
         return torch_ops.call(self, **full)
