@@ -9,12 +9,19 @@ compiles it with NVRTC (cached), and launches it on PyTorch, CuPy, JAX or NumPy 
 
 Importing touches no CUDA library: the driver and NVRTC are loaded on first use, and a missing one raises
 CudaNotAvailableError saying what is missing and how to install it.
+
+The package is layered by job (tests/cpu/test_package_layout.py keeps it so): the extension ``_core`` and the
+modules every layer shares (``_errors``, ``_dtypes``, ``_arrays``, ``_toolkit_search``); the kernel API
+(``_kernels/``); on top of it the framework integrations (``_frameworks/``: torch ops, the JAX call, traced calls,
+sharding) and the fleet tools (``_fleet/``: precompile, call records, bundles, the cache API). Imports run down the
+layers only; this module names the public API and connects the layers where a lower one calls a higher one
+(``_install``).
 """
 from __future__ import annotations
 
 import atexit as _atexit
 
-from . import _core, _post_import
+from . import _core, _dtypes, _errors, _toolkit_search
 from ._errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -46,13 +53,17 @@ from ._dtypes import (
     uint64,
 )
 from ._arrays import Array
-from ._cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
-from ._precompile import PrecompileReport, ShapeDtype, precompile
-from ._bundle import BundleReport, export_cache, import_cache
-from ._cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
-from ._metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
-from ._precompiled import precompiled_cuda_kernel
-from ._sharding import sharded
+from ._kernels import call_routes as _call_routes
+from ._kernels.cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
+from ._kernels.metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
+from ._kernels.precompiled import precompiled_cuda_kernel
+from ._frameworks import jax_call as _jax_call, post_import as _post_import, torch_ops as _torch_ops
+from ._frameworks import traced_call as _traced_call
+from ._frameworks.sharding import sharded
+from ._fleet.cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
+from ._fleet.placeholders import ShapeDtype
+from ._fleet.precompile import PrecompileReport, precompile
+from ._fleet.bundle import BundleReport, export_cache, import_cache
 from ._toolkit_search import toolkit_info
 from . import fast  # MLX's names: jk.fast.cuda_kernel, jk.fast.metal_kernel, jk.fast.precompiled_cuda_kernel
 
@@ -85,9 +96,9 @@ def device_info(device: int = 0) -> dict:
 
 
 def _install() -> None:
-    """Connects the extension to the Python helpers it calls (errors, rare dtype-likes)."""
-    from . import _dtypes, _errors
-
+    """Connects the extension to the Python helpers it calls (errors, rare dtype-likes), and each layer to the one
+    above it that it calls without importing it: NVRTC errors to the toolkit search, traced kernel calls to the
+    framework integrations, torch and JAX (once imported) to jitkernel's ops."""
     _core._register_exceptions(
         base=_errors.JitKernelError,
         argument=_errors.ArgumentError,
@@ -101,24 +112,18 @@ def _install() -> None:
     _core._install_hooks(
         normalize_dtype=_dtypes._normalize,
     )
+    _errors.register_nvrtc_notes(_toolkit_search.search_notes)
     _atexit.register(_core._clear_caches)
+    # A call on traced arrays (or one torch autograd records) leaves the eager path for its framework's op; and
+    # TorchDynamo, which reads type(kernel).__call__, finds the Python function it can trace (traced_call.py).
+    _call_routes.traced = _traced_call.call
+    _traced_call.expose_to_dynamo(CudaKernel)
     # The torch.library ops, once torch is imported (now, if it is): torch.compile, torch.export and autograd find
-    # jitkernel's kernels as ops, and an exported program loads after `import jitkernel` (_torch_ops.py).
-    _post_import.when_imported("torch", _register_torch_ops)
-    # The XLA FFI target, once jax is imported: jitted programs (also ones from JAX's cache) find it (_jax_call.py).
-    _post_import.when_imported("jax", _register_jax_target)
-
-
-def _register_torch_ops(torch) -> None:
-    from . import _torch_ops
-
-    _torch_ops.register(torch)
-
-
-def _register_jax_target(jax) -> None:
-    from . import _jax_call
-
-    _jax_call.register(jax)
+    # jitkernel's kernels as ops, and an exported program loads after `import jitkernel` (_frameworks/torch_ops.py).
+    _post_import.when_imported("torch", _torch_ops.register)
+    # The XLA FFI target, once jax is imported: jitted programs (also ones from JAX's cache) find it
+    # (_frameworks/jax_call.py).
+    _post_import.when_imported("jax", _jax_call.register)
 
 
 _install()

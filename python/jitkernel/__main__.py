@@ -2,24 +2,26 @@
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
 locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
-reads a bundle of its entries (_bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
-module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_precompile.py).
+reads a bundle of its entries (_fleet/bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
+module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_fleet/precompile.py).
 `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
 `--cmake-dir` prints the folder of the C++ API's CMake package (docs/cpp_api.md).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
+
+import jitkernel as jk
+from jitkernel import _core, _demo
 
 
 def doctor(as_json: bool = False) -> int:
     """Prints toolkit_info() and each GPU's device_info() (``as_json``: one JSON object with the keys
     jitkernel, python, toolkit, devices, ok); non-zero when NVRTC or a GPU query fails."""
-    import jitkernel as jk
-
     info = jk.toolkit_info()
     ok = not info.get("nvrtc_error")
     devices = []
@@ -66,8 +68,6 @@ def cmake_dir() -> int:
 
 
 def demo() -> int:
-    from jitkernel import _demo
-
     return _demo.main()
 
 
@@ -82,8 +82,6 @@ def _size(n: int) -> str:
 def cache(action: str, args=None) -> int:
     """`cache info` prints the folder and its state, `cache clear` empties it, `cache path` prints the folder,
     `cache export FILE` / `cache import FILE` write / read a bundle."""
-    import jitkernel as jk
-
     if action in ("export", "import"):
         return bundle(action, args)
     if action == "path":
@@ -92,8 +90,6 @@ def cache(action: str, args=None) -> int:
             print(f"read-only: {tier.path}")
         return 0
     if action == "clear":
-        from jitkernel import _core
-
         kernels, records = _core._cache_clear()
         print(f"removed {kernels} cached kernel{'' if kernels == 1 else 's'} and {records} toolkit "
               f"record{'' if records == 1 else 's'} from {jk.cache_path()}")
@@ -113,8 +109,6 @@ def cache(action: str, args=None) -> int:
 
 def bundle(action: str, args) -> int:
     """`cache export FILE [--keys K ...] [--from DIR]` / `cache import FILE [--into DIR]`."""
-    import jitkernel as jk
-
     if args.file is None:
         print(f"cache {action}: the bundle FILE is required", file=sys.stderr)
         return 2
@@ -137,10 +131,6 @@ def bundle(action: str, args) -> int:
 
 def precompile(args) -> int:
     """`precompile --arch A,B (--calls module:function | --record FILE)`."""
-    import importlib
-
-    import jitkernel as jk
-
     try:
         if args.calls is not None:
             module, _, qualname = args.calls.partition(":")
@@ -211,8 +201,6 @@ def main(argv=None) -> int:
             source.add_argument("--record", metavar="FILE", help="a call record written with JITKERNEL_RECORD")
     args = parser.parse_args(argv)
     if args.version:
-        import jitkernel as jk
-
         print(f"jitkernel {jk.__version__}")
         return 0
     if args.cmake_dir:

@@ -11,9 +11,12 @@ import struct
 import sys
 import time
 
-import numpy as np
-
 import jitkernel as jk
+
+# True for type checkers only (mypy and pyright treat the name so).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 # The kernel body of the documentation example, unchanged.
 SOURCE = """
@@ -32,10 +35,14 @@ def make_kernel():
 
 
 def make_input(seed: int = 0) -> np.ndarray:
+    import numpy as np  # imported on use: `python -m jitkernel`'s other commands need no NumPy
+
     return np.random.default_rng(seed).standard_normal((16, 16)).astype(np.float16)
 
 
 def run_on_gpu() -> int:
+    import numpy as np  # imported on use: `python -m jitkernel`'s other commands need no NumPy
+
     a = make_input()
     kernel = make_kernel()
     (b,) = kernel(

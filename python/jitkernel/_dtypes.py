@@ -2,9 +2,10 @@
 
 ``dtype(x)`` accepts jitkernel dtypes, NumPy dtypes and scalar types (``np.float16``, ``np.dtype("int64")``,
 ``ml_dtypes.bfloat16``), JAX dtypes, PyTorch dtypes (``torch.bfloat16``) and names (``"float32"``, ``"half"``).
-No framework is imported here: a torch dtype can only exist once torch is imported, so ``sys.modules`` is asked.
+No framework is imported here: a torch dtype can only exist once torch is imported, so ``sys.modules`` is asked
+(``numpy_dtype``, the NumPy dtype of a jitkernel dtype, imports NumPy when it is called).
 The extension reads names, NumPy and PyTorch dtypes itself and calls ``_normalize`` for other dtype-likes and for
-every error message (cpp/bindings/dtypes.cpp), remembering each answer.
+every error message (cpp/bindings/objects/dtypes.cpp), remembering each answer.
 """
 from __future__ import annotations
 
@@ -41,6 +42,19 @@ _cache: dict = {}  # (type, value) -> DType; keyed by type too since np.dtype("f
 def dtype(x) -> DType:
     """The jitkernel dtype for ``x`` (see the module docstring); ``ArgumentError`` / ``ArgumentTypeError``."""
     return _normalize(x, "dtype", "")
+
+
+def numpy_dtype(dtype: DType):
+    """The NumPy dtype of a jitkernel dtype (bfloat16 needs ml_dtypes)."""
+    import numpy as np  # import jitkernel imports no array framework, NumPy included
+
+    if dtype.name == "bfloat16":
+        try:
+            import ml_dtypes  # optional: NumPy's bfloat16
+        except ImportError:
+            raise ArgumentError("dtype", "bfloat16 placeholders need ml_dtypes (pip install ml-dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype.name)
 
 
 def _normalize(x, argument: str, context: str) -> DType:

@@ -1,7 +1,7 @@
 """jitkernel's exceptions.
 
 The C++ core raises typed errors (cpp/jitkernel/core/errors.hpp); the extension turns each into the class here
-that matches it (cpp/bindings/exception_translation.cpp), and Python code raises these directly. Every error about a bad argument
+that matches it (cpp/bindings/objects/exception_translation.cpp), and Python code raises these directly. Every error about a bad argument
 names the argument first: ``str(e)`` starts with ``"<argument>: "`` and ``e.argument`` holds the name.
 """
 from __future__ import annotations
@@ -18,6 +18,18 @@ __all__ = [
     "RecordError",
     "BundleError",
 ]
+
+
+# Where the toolkit search looked for NVRTC and why (``_toolkit_search.search_notes``), added to the core's "NVRTC
+# not found" message. ``import jitkernel`` registers it (``register_nvrtc_notes``): this module, the bottom of the
+# package, imports none of it, while the search imports this module to raise its errors.
+_nvrtc_notes = None
+
+
+def register_nvrtc_notes(notes) -> None:
+    """Sets the function ``notes(with_hint: bool) -> str`` that ``CudaNotAvailableError`` adds to NVRTC errors."""
+    global _nvrtc_notes
+    _nvrtc_notes = notes
 
 
 class JitKernelError(Exception):
@@ -67,11 +79,9 @@ class CudaNotAvailableError(JitKernelError, RuntimeError):
 
     @classmethod
     def _from_core(cls, message: str) -> "CudaNotAvailableError":
-        # The core knows the path it failed to load; _toolkit_search knows where it looked and why.
-        if "nvrtc" in message.lower():
-            from . import _toolkit_search
-
-            notes = _toolkit_search.search_notes(with_hint="pip install" not in message)
+        # The core knows the path it failed to load; the toolkit search knows where it looked and why.
+        if "nvrtc" in message.lower() and _nvrtc_notes is not None:
+            notes = _nvrtc_notes(with_hint="pip install" not in message)
             if notes:
                 message = f"{message}\n{notes}"
         return cls(message)

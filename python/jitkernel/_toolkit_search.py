@@ -38,10 +38,12 @@ import glob
 import importlib.util
 import os
 import re
+import site
 import sys
 from dataclasses import dataclass, field
 
 from . import _core
+from ._errors import JitKernelError
 
 INSTALL_HINT = ('Install NVRTC and the CUDA headers with `pip install "jitkernel[cuda]"` (`jitkernel[cuda12]` for a '
                 "CUDA 12 driver or a GPU older than sm_75), or set JITKERNEL_NVRTC_PATH to a libnvrtc.so (or "
@@ -118,7 +120,7 @@ def _pathfinder():
     if os.environ.get("JITKERNEL_NO_PATHFINDER", "") not in ("", "0"):
         return None, "cuda-pathfinder: skipped (JITKERNEL_NO_PATHFINDER is set)"
     try:
-        import cuda.pathfinder as pathfinder
+        import cuda.pathfinder as pathfinder  # optional (the cuda extras), and its import costs tens of ms
     except ImportError:
         return None, 'cuda-pathfinder: not installed (pip install "jitkernel[cuda]")'
     return pathfinder, None
@@ -282,8 +284,6 @@ _LOADER_CACHE = "/etc/ld.so.cache"  # where the system loader finds libraries (r
 
 def _site_folders() -> list[str]:
     """The site-packages folders cuda-pathfinder searches for NVIDIA wheels (the user's one included)."""
-    import site
-
     folders = list(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         folders.append(site.getusersitepackages())
@@ -398,8 +398,6 @@ def toolkit_info() -> dict:
 
     Never raises for a missing piece: it is reported under the ``*_error`` keys instead.
     """
-    from ._errors import JitKernelError
-
     tk = configure(rediscover=True)  # a real search, not the record (and the record refreshed)
     info: dict = {}
     try:

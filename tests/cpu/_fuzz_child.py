@@ -32,7 +32,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import jitkernel as jk
-from jitkernel._precompiled import check_binary_arch, inspect_binary
+from jitkernel._kernels.precompiled import check_binary_arch, inspect_binary
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _fuzz_binaries import BINARIES, mutate, setup_binaries  # noqa: E402

@@ -18,7 +18,8 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402,F401 - P for the test modules
 
-from jitkernel import _core, _jax_call  # noqa: E402
+from jitkernel import _core  # noqa: E402
+from jitkernel._frameworks import jax_call as _jax_call  # noqa: E402
 
 N_DEVICES = 4
 

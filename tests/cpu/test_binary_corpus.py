@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import jitkernel as jk
-from jitkernel._precompiled import inspect_binary
+from jitkernel._kernels.precompiled import inspect_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 U64 = 2**64 - 1

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel import _bundle, _core
+from jitkernel import _core
+from jitkernel._fleet import bundle as _bundle
 
 
 @pytest.fixture
@@ -485,7 +486,7 @@ def test_manifest_with_a_lone_surrogate_or_deep_nesting_is_a_bundle_error(tmp_pa
     # every string valid Unicode; both are BundleErrors, not a RecursionError or text that later fails to encode.
     import hashlib
 
-    from jitkernel import _bundle
+    from jitkernel._fleet import bundle as _bundle
 
     for text in ('{"format": 1, "jitkernel": "\\ud800", "entries": []}', "[" * 100000 + "]" * 100000):
         body = text.encode()

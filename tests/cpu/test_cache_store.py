@@ -11,7 +11,8 @@ import struct
 import pytest
 
 import jitkernel as jk
-from jitkernel import _bundle, _core
+from jitkernel import _core
+from jitkernel._fleet import bundle as _bundle
 
 
 def entry_file(key: bytes, payload: bytes) -> bytes:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-from jitkernel import _core, _kernel_record
+from jitkernel import _core
+from jitkernel._frameworks import graph_records
 
 SOURCE = "auto i = threadIdx.x; if (i < a_shape[0]) b[i] = a[i] * s[0];"
 KERNEL = jk.cuda_kernel(name="scaled", input_names=["a", "s"], output_names=["b"], source=SOURCE,
@@ -69,7 +70,7 @@ def test_every_call_round_trips_exactly(args, name, source):
 
 def _value(entry):
     """A decoded scalar as the NumPy scalar of its exact dtype (what an eager call passes as that dtype)."""
-    return _kernel_record.scalar_value(entry[1], entry[2]) if entry[1] != jk.bool_ else entry[2] != b"\0"
+    return graph_records.scalar_value(entry[1], entry[2]) if entry[1] != jk.bool_ else entry[2] != b"\0"
 
 
 def _record_file(tmp_path, *texts):
@@ -79,8 +80,8 @@ def _record_file(tmp_path, *texts):
 
 
 def test_a_torch_op_call_replays_in_precompile(tmp_path):
-    call = _kernel_record.call_record(["a", "s"], ["b"], [("array", "float32", 1), ("scalar", "float", None)],
-                                      ["float32"], [1], [], None, False, False)
+    call = graph_records.call_record(["a", "s"], ["b"], [("array", "float32", 1), ("scalar", "float", None)],
+                                     ["float32"], [1], [], None, False, False)
     report = jk.precompile(_record_file(tmp_path, _core.encode_record(KERNEL._spec, call)), ["sm_80"])
     assert report.kernels == 1
 

@@ -20,7 +20,7 @@ from jitkernel import _core
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-from jitkernel import _jax_call  # noqa: E402
+from jitkernel._frameworks import jax_call as _jax_call  # noqa: E402
 
 SCALE = jk.cuda_kernel(name="scale_exp", input_names=["inp", "s"], output_names=["out"],
                        source="auto i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -216,7 +216,7 @@ def test_handler_instantiate_stage_answers_with_ffi_errors():
 
 
 def test_import_jitkernel_imports_no_jax_and_registers_the_target_once_jax_is_imported():
-    code = ("import sys, jitkernel, jitkernel._jax_call as j; assert 'jax' not in sys.modules; "
+    code = ("import sys, jitkernel, jitkernel._frameworks.jax_call as j; assert 'jax' not in sys.modules; "
             "assert not j._registered; import jax; assert j._registered")
     subprocess.run([sys.executable, "-c", code], check=True)
 

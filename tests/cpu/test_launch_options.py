@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel import _traced_call
+from jitkernel._frameworks import traced_call
 
 SOURCE = "unsigned i = threadIdx.x + blockIdx.x * blockDim.x; if (i < a_shape[0]) out[i] = a[i];"
 
@@ -72,10 +72,10 @@ def test_precompiled_cluster_error():
 def test_traced_paths_refuse_launch_options(value):
     name = "cooperative" if value is True else "cluster"
     with pytest.raises(jk.ArgumentTypeError, match="not supported when traced") as e:
-        _traced_call.reject_launch_options(*((value, None) if name == "cooperative" else (None, value)))
+        traced_call.reject_launch_options(*((value, None) if name == "cooperative" else (None, value)))
     assert e.value.argument == name
-    _traced_call.reject_launch_options(None, None)
-    _traced_call.reject_launch_options(False, None)
+    traced_call.reject_launch_options(None, None)
+    traced_call.reject_launch_options(False, None)
 
 
 class FakeCai:
@@ -120,10 +120,10 @@ def test_cai_read_only_output():
 
 
 def test_sass_from_wheel():
-    from jitkernel import _sass
+    from jitkernel._kernels import sass
 
     try:
-        _sass.tool()
+        sass.tool()
     except jk.JitKernelError as e:
         assert "jitkernel[sass]" in str(e)
         pytest.skip("no nvdisasm here")
@@ -136,9 +136,11 @@ def test_sass_from_wheel():
 
 
 def test_sass_missing_tool(monkeypatch):
-    from jitkernel import _sass
+    import shutil
 
-    monkeypatch.setattr(_sass, "_wheel_nvdisasm", lambda: None)
-    monkeypatch.setattr(_sass.shutil, "which", lambda name: None)
+    from jitkernel._kernels import sass
+
+    monkeypatch.setattr(sass, "_wheel_nvdisasm", lambda: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(jk.JitKernelError, match=r"nvidia-cuda-nvdisasm"):
         kernel().sass(inputs=[np.zeros(4, np.float32)], output_dtypes=[np.float32])

@@ -18,7 +18,9 @@ import pytest
 
 import jitkernel as jk
 from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
-from jitkernel import _core, _record
+from jitkernel import _core
+from jitkernel._fleet import record_replay
+from jitkernel._kernels import call_routes
 
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
 
@@ -184,7 +186,7 @@ def test_precompile_api_placeholders_and_forms(calls_module):
     assert report.archs == ("sm_80", "sm_90a") and report.kernels == 2 and report.binaries == 4
     y = seen["y"]
     assert y.shape == (1 << 40,) and y.dtype == np.float16 and not y.flags.writeable and seen["given"]
-    assert jk._precompile.session is None
+    assert call_routes.precompile_session is None
     # Outside a session the kernel compiles for real again (the same binaries, now from the cache).
     assert k.compile(inputs=[np.zeros(4, np.float32)], output_dtypes=[jk.float32], arch="sm_80")
 
@@ -204,7 +206,7 @@ def test_precompile_errors():
 
     with pytest.raises(KeyError):
         jk.precompile(fails, ["sm_80"])
-    assert jk._precompile.session is None  # the session ends with the function, whatever happens
+    assert call_routes.precompile_session is None  # the session ends with the function, whatever happens
 
     def nested():
         jk.precompile(lambda: None, ["sm_80"])
@@ -286,7 +288,7 @@ def test_record_lines_that_are_not_text_or_too_long(tmp_path, monkeypatch):
     record.write_bytes(dump(GOOD).encode() + b"\n\xff\xfe\n")
     with pytest.raises(jk.RecordError, match="line 2: not UTF-8"):
         jk.precompile(str(record), ["sm_80"])
-    monkeypatch.setattr(_record, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(record_replay, "MAX_LINE_BYTES", 100)
     record.write_text(dump(GOOD) + "\n")
     with pytest.raises(jk.RecordError, match="line 1: longer than 100 bytes"):
         jk.precompile(str(record), ["sm_80"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel._precompiled import check_binary_arch, inspect_binary
+from jitkernel._kernels.precompiled import check_binary_arch, inspect_binary
 
 SOURCE = r"""
 extern "C" __global__ void axpy(const float* x, float* y, long n, double alpha, bool flag) {

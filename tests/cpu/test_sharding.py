@@ -12,26 +12,26 @@ import sys
 import pytest
 
 import jitkernel as jk
-from jitkernel import _sharding
+from jitkernel._frameworks import sharding_rules
 
 
 def test_named_rules_align_with_the_trailing_dimensions():
-    f = _sharding.resolve("rowwise", (), [3, 1], [3])
+    f = sharding_rules.resolve("rowwise", (), [3, 1], [3])
     assert f.inputs == (("d0", "d1", "d2"), ("d2",)) and f.outputs == (("d0", "d1", "d2"),)
     assert f.replicated == frozenset({"d2"})
-    e = _sharding.resolve("elementwise", (), [2, 2], [2])
+    e = sharding_rules.resolve("elementwise", (), [2, 2], [2])
     assert e.replicated == frozenset() and e.shardy() == "d0 d1, d0 d1 -> d0 d1"
 
 
 def test_factor_rules_are_checked_against_the_call():
-    f = _sharding.resolve("i j, j -> i j", ("j",), [2, 1], [2])
+    f = sharding_rules.resolve("i j, j -> i j", ("j",), [2, 1], [2])
     assert f.inputs == (("i", "j"), ("j",)) and f.replicated == frozenset({"j"})
     assert f.factor_size("i", [(6, 8), (8,)]) == 6 and f.factor_size("k", [(6, 8), (8,)]) is None
-    assert _sharding.resolve("(), i -> i", (), [0, 1], [1]).shardy() == "(), i -> i"
+    assert sharding_rules.resolve("(), i -> i", (), [0, 1], [1]).shardy() == "(), i -> i"
     with pytest.raises(jk.ArgumentError, match="^rule: array argument 0 has 3 dimension"):
-        _sharding.resolve("i j, j -> i j", (), [3, 1], [2])
+        sharding_rules.resolve("i j, j -> i j", (), [3, 1], [2])
     with pytest.raises(jk.ArgumentError, match="^rule: the rule .* describes 2 array argument"):
-        _sharding.resolve("i j, j -> i j", (), [2], [2])
+        sharding_rules.resolve("i j, j -> i j", (), [2], [2])
 
 
 @pytest.mark.parametrize("rule, replicated, match", [

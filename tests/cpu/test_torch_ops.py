@@ -8,7 +8,8 @@ import sys
 import pytest
 
 import jitkernel as jk
-from jitkernel import _kernel_record
+from jitkernel._frameworks import graph_records
+from jitkernel._kernels import cuda_kernel as cuda_kernel_module
 
 torch = pytest.importorskip("torch")
 
@@ -70,7 +71,7 @@ def test_ops_registered_whichever_is_imported_first(order):
 def test_registering_the_ops_does_not_import_dynamo():
     # TorchDynamo takes seconds to import: a program that never compiles must not pay for it, and one that does
     # gets the call record marked as a constant once Dynamo is imported.
-    proc = _run("import sys, torch, jitkernel; from jitkernel import _torch_ops as o;"
+    proc = _run("import sys, torch, jitkernel; from jitkernel._frameworks import torch_ops as o;"
                 "assert 'torch._dynamo' not in sys.modules, 'dynamo imported';"
                 "assert not getattr(o._record, '_dynamo_marked_constant', False);"
                 "import torch._dynamo; assert o._record._dynamo_marked_constant")
@@ -85,8 +86,8 @@ def test_compile_fullgraph_records_one_op():
     (node,) = _launch_nodes(gm)
     assert node.target in (torch.ops.jitkernel.launch, torch.ops.jitkernel.launch.default)
     spec, record = node.args[0], node.args[1]
-    assert _kernel_record.kernel_for(spec) is KERNEL
-    r = _kernel_record.decode(record)
+    assert cuda_kernel_module.kernel_for(spec) is KERNEL
+    r = graph_records.decode(record)
     assert r.inputs == (("array", jk.float32, (None,)), ("scalar", jk.float32, None)) and node.args[4] == [2.0]
     assert r.outputs == ((jk.float32, (None,)),) and r.grid == (None,) * 3
 
@@ -119,7 +120,7 @@ def test_symbolic_int_scalar_input_stays_symbolic():
     f(torch.randn(9))
     assert len(graphs.graphs) == 1
     (node,) = _launch_nodes(graphs.graphs[0])
-    assert _kernel_record.decode(node.args[1]).inputs[1] == ("scalar", jk.int32, None)
+    assert graph_records.decode(node.args[1]).inputs[1] == ("scalar", jk.int32, None)
     assert isinstance(node.args[3][-1], torch.fx.Node)  # the scalar: last of ints, computed in the graph
 
 
@@ -133,7 +134,7 @@ def test_dict_form_and_template_inside_compile():
 
     torch.compile(f, backend=graphs, fullgraph=True)(torch.randn(2))
     (node,) = _launch_nodes(graphs.graphs[0])
-    r = _kernel_record.decode(node.args[1])
+    r = graph_records.decode(node.args[1])
     assert r.dict_form and r.input_names == ("inp",) and r.output_names == ("out",)
     assert r.template == (("T", jk.float16), ("N", 3)) and r.output_dtypes == (jk.float16,)
 
@@ -193,27 +194,27 @@ def test_spec_rebuilds_the_kernel():
     spec = KERNEL._spec
     fields = __import__("json").loads(spec)
     assert fields["source"] == SOURCE and fields["input_names"] == ["inp", "s"]
-    del _kernel_record._kernels[spec]
+    del cuda_kernel_module._by_text[spec]
     try:
-        rebuilt = _kernel_record.kernel_for(spec)
+        rebuilt = cuda_kernel_module.kernel_for(spec)
         assert rebuilt is not KERNEL and rebuilt.source_text == SOURCE and rebuilt.output_names == ("out",)
     finally:
-        _kernel_record._kernels[spec] = KERNEL
+        cuda_kernel_module._by_text[spec] = KERNEL
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"name": 1}', "null"])
 def test_malformed_strings_are_typed_errors(text):
     with pytest.raises(jk.ArgumentError, match="^kernel: not a jitkernel kernel"):
-        _kernel_record.kernel_for(text)
+        cuda_kernel_module.kernel_for(text)
     with pytest.raises(jk.ArgumentError, match="^call: not a jitkernel call"):
-        _kernel_record.decode(text)
+        graph_records.decode(text)
 
 
 def _op_strings():
     """A kernel and a call as a traced call of KERNEL writes them, parsed (to be changed by a test)."""
     import json
 
-    record = _kernel_record.call_record(["inp", "s"], ["out"], [("array", "float32", 1), ("scalar", "float", None)],
+    record = graph_records.call_record(["inp", "s"], ["out"], [("array", "float32", 1), ("scalar", "float", None)],
                                         ["float32"], [1], [("T", "float32"), ("N", 2)], None, False, False)
     return json.loads(KERNEL._spec), json.loads(record)
 
@@ -279,7 +280,7 @@ _BAD_OP_STRINGS = [
 def test_malformed_op_strings_are_argument_errors_naming_the_field(argument, change, field):
     import json
 
-    from jitkernel import _torch_ops
+    from jitkernel._frameworks import torch_ops
 
     spec, rec = _op_strings()
     replaced = change(spec, rec)
@@ -288,7 +289,7 @@ def test_malformed_op_strings_are_argument_errors_naming_the_field(argument, cha
         strings[argument] = replaced
     strings = {k: v.replace("\\\\u", "\\u") for k, v in strings.items()}  # json.dumps escaped the escapes
     with pytest.raises(jk.ArgumentError) as info:
-        _torch_ops._plan(strings["kernel"], strings["call"])  # what jitkernel::launch does first
+        torch_ops._plan(strings["kernel"], strings["call"])  # what jitkernel::launch does first
     assert info.value.argument == argument and field in str(info.value), str(info.value)
     assert isinstance(info.value, jk.JitKernelError)
     # And through the op itself, as a loaded program calls it (no GPU needed: the strings are read first);
@@ -319,13 +320,13 @@ def test_op_lists_that_do_not_match_the_record_are_argument_errors(arrays, ints,
 
 def test_op_strings_written_by_a_traced_call_decode():
     spec, rec = _op_strings()
-    r = _kernel_record.decode(_canonical(rec))
+    r = graph_records.decode(_canonical(rec))
     assert r.outputs == ((jk.float32, (None,)),) and r.template == (("T", jk.float32), ("N", 2))
-    assert _kernel_record.kernel_for(_canonical(spec)) is KERNEL
+    assert cuda_kernel_module.kernel_for(_canonical(spec)) is KERNEL
     for value in (float("nan"), float("-inf"), 1.5, 1, True, None):  # what an eager init_value may be
-        text = _kernel_record.call_record(["inp", "s"], ["out"], [("array", "float32", 1), ("scalar", "float", None)],
+        text = graph_records.call_record(["inp", "s"], ["out"], [("array", "float32", 1), ("scalar", "float", None)],
                                           ["float32"], [1], [], value, False, False)
-        got = _kernel_record.decode(text).init_value
+        got = graph_records.decode(text).init_value
         assert got == value or (got != got and value != value)
 
 
@@ -356,7 +357,7 @@ def test_vjp_takes_a_function_and_changes_the_spec():
         return [cotangents[0], None]
 
     assert kernel._vjp is backward and kernel._has_vjp
-    assert kernel._spec != before and _kernel_record.kernel_for(kernel._spec) is kernel
+    assert kernel._spec != before and cuda_kernel_module.kernel_for(kernel._spec) is kernel
 
 
 def test_dynamo_sees_python_call_cpython_the_c_slot():
@@ -392,15 +393,15 @@ def test_kernel_from_an_older_jitkernel_is_refused_naming_the_format():
     fields = json.loads(KERNEL._spec)
     del fields["jitkernel_kernel"], fields["backend"], fields["backward"]  # as a jitkernel before format 2 wrote it
     with pytest.raises(jk.ArgumentError, match="jitkernel_kernel: missing .*before format 2"):
-        _kernel_record.kernel_for(json.dumps(fields, sort_keys=True))
+        cuda_kernel_module.kernel_for(json.dumps(fields, sort_keys=True))
 
 
 def test_kernel_with_compile_options_round_trips():
     options = {"math_mode": "fast", "defines": {"N": 4, "FLAG": None}, "max_registers": 64}
     kernel = jk.cuda_kernel(name="opts", input_names=["a"], output_names=["b"], source="b[0] = a[0];",
                             compile_options=options)
-    del _kernel_record._kernels[kernel._spec]
-    rebuilt = _kernel_record.kernel_for(kernel._spec)
+    del cuda_kernel_module._by_text[kernel._spec]
+    rebuilt = cuda_kernel_module.kernel_for(kernel._spec)
     assert rebuilt is not kernel and rebuilt._spec == kernel._spec
     assert rebuilt.compile_options == {"math_mode": "fast", "defines": {"FLAG": None, "N": "4"}, "max_registers": 64}
 
@@ -409,11 +410,11 @@ def test_what_torchdynamo_traces_never_reads_sys_modules():
     # TorchDynamo traces a compiled call through these functions; reading sys.modules there fails the trace with
     # "dictionary changed size during iteration" whenever an import changes it meanwhile (seen on 4x H200 in the
     # torch.compile tests). Framework classes are module globals set by the import hook instead.
-    from jitkernel import _sharding, _sharding_torch, _torch_ops, _traced_call
+    from jitkernel._frameworks import call_form, sharding, sharding_torch, torch_ops, traced_call
 
-    traced = [_traced_call.dynamo_call, _traced_call.list_form, _traced_call.reject_launch_options,
-              _torch_ops.call, _torch_ops.compiling, _torch_ops._scalar_entry, _torch_ops._constant,
-              _torch_ops._refuse_dtensors, _sharding.Sharded.__call__, _sharding_torch.call, _sharding_torch._split,
-              _sharding_torch._place]
+    traced = [traced_call.dynamo_call, call_form.list_form, traced_call.reject_launch_options,
+              torch_ops.call, torch_ops.compiling, torch_ops._scalar_entry, torch_ops._constant,
+              torch_ops._refuse_dtensors, sharding.Sharded.__call__, sharding_torch.call, sharding_torch._split,
+              sharding_torch._place]
     for fn in traced:
         assert "sys" not in fn.__code__.co_names and "modules" not in fn.__code__.co_names, fn.__qualname__

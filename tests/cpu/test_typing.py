@@ -2,7 +2,7 @@
 passes mypy and basedpyright (pyright with its own node, from PyPI) without an error, and a script with known
 mistakes (typing_samples/bad_usage.py: a misspelt keyword, a wrong type, a positional call, a missing keyword, a
 result used as the wrong type) is reported on exactly the lines marked ``# mistake``. The calls run in C or check
-their arguments at run time; _call_types.py and the modules' TYPE_CHECKING blocks declare their signatures, and the
+their arguments at run time; _kernels/call_types.py and the modules' TYPE_CHECKING blocks declare their signatures, and the
 build's jitkernel/_core.pyi types the extension (dtypes, jk.Array). Each checker is skipped when not installed."""
 import importlib.util
 import json
@@ -91,17 +91,17 @@ def test_extension_stub_is_installed_and_valid(samples):
 
 def test_launch_only_keywords_match_the_call():
     """The queries' ignored keywords (LaunchOnly, for type checkers) are the call's keywords but the signature's."""
-    from jitkernel import _call_types
+    from jitkernel._kernels import call_types
 
     launch_only = set(jitkernel._core._call_keywords) - {"inputs", "output_dtypes", "template"}
-    assert set(_call_types.LaunchOnly.__optional_keys__) == launch_only
+    assert set(call_types.LaunchOnly.__optional_keys__) == launch_only
 
 
 def test_typing_is_not_imported_at_run_time():
-    """The declarations cost no import time: neither typing nor _call_types is imported by ``import jitkernel``."""
+    """The declarations cost no import time: neither typing nor _kernels/call_types.py is imported by ``import jitkernel``."""
     # Measured against what NumPy (which jitkernel imports) brings in itself: some NumPy releases import typing.
     code = ("import sys, numpy; before = set(sys.modules); import jitkernel, jitkernel.fast; "
-            "print(sorted(m for m in ('typing', 'jitkernel._call_types') if m in sys.modules and m not in before))")
+            "print(sorted(m for m in ('typing', 'jitkernel._kernels.call_types') if m in sys.modules and m not in before))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout

@@ -21,8 +21,8 @@ import jitkernel as jk
 pytestmark = pytest.mark.gpu
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-from jitkernel import _jax_call  # noqa: E402
-from jitkernel._traced_call import list_form  # noqa: E402
+from jitkernel._frameworks import jax_call as _jax_call  # noqa: E402
+from jitkernel._frameworks.call_form import list_form  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -175,7 +175,8 @@ def _subprocess(code: str, env_extra: dict) -> str:
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         import numpy as np, jax, jax.numpy as jnp
         import jitkernel as jk
-        from jitkernel import _jax_call, _core
+        from jitkernel import _core
+        from jitkernel._frameworks import jax_call as _jax_call
         from test_jax_ffi_gpu import run, EXP, HALF, data
     """)
     done = subprocess.run([sys.executable, "-c", header + textwrap.dedent(code)], env=env, capture_output=True,

@@ -13,7 +13,7 @@ import pytest
 
 import jitkernel as jk
 from _gpu_util import need, to_numpy
-from jitkernel._precompiled import inspect_binary
+from jitkernel._kernels.precompiled import inspect_binary
 
 pytestmark = pytest.mark.gpu
 

@@ -190,7 +190,7 @@ namespace {
 void bind(nb::module_& m) {
   on_clear_caches(&clear_call_slot_cache);
   // The call's keywords, the required ones and the defaults, for the Python
-  // paths that mirror the call slot (_traced_call.py: TorchDynamo's path).
+  // paths that mirror the call slot (_frameworks/traced_call.py: TorchDynamo's path).
   nb::list keywords, required, defaults;
   for (const CallKeyword& k : kCallKeywords) {
     keywords.append(k.name);

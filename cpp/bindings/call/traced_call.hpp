@@ -2,7 +2,7 @@
 // framework is tracing it (a torch.Tensor subclass such as FakeTensor or
 // FunctionalTensor, a JAX tracer) makes the conversion throw TracedArgument;
 // the kernel's call slot catches it and hands the whole call to the Python
-// method `_call_traced` (python/jitkernel/_traced_call.py), which records it
+// method `_call_traced` (python/jitkernel/_frameworks/traced_call.py), which records it
 // as a torch.library op or an XLA FFI custom call. A kernel with a backward
 // attached (kernel.vjp) also goes there when torch autograd must see the call.
 #pragma once

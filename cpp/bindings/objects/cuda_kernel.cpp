@@ -1,5 +1,5 @@
 // `_core.CudaKernelBase` (the Python front of the engine's Kernel on the CUDA
-// backend; jitkernel.CudaKernel in python/jitkernel/_cuda_kernel.py
+// backend; jitkernel.CudaKernel in python/jitkernel/_kernels/cuda_kernel.py
 // subclasses it for kernels made without names) and `_core.compile_cuda`: the
 // call (keyword parsing in the type's call slot -> convert -> engine ->
 // wrap), source() and compile() without a GPU. Argument conversion lives in
@@ -171,7 +171,7 @@ nb::object call(PyCudaKernel& self, const CallArgs& args) {
 }
 
 // ---------------------------------------------------------------------------
-// While a precompile session runs (python/jitkernel/_precompile.py), every
+// While a precompile session runs (python/jitkernel/_fleet/precompile.py), every
 // call takes the Python path, which compiles instead of launching; the only
 // cost to other calls is this one load.
 std::atomic<bool> g_calls_to_python{false};
@@ -328,7 +328,7 @@ void bind(nb::module_& m) {
         // Writes cls.__dict__["__call__"] without type.__setattr__, which would
         // point tp_call at the Python function: CPython keeps calling the C
         // slot, while TorchDynamo, which reads __call__ from the class dict to
-        // trace a call, finds the Python function (python/jitkernel/_traced_call.py).
+        // trace a call, finds the Python function (python/jitkernel/_frameworks/traced_call.py).
         auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
         if (!PyType_IsSubtype(tp, g_kernel_type) || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
           throw nb::type_error("_expose_python_call: expected a Python subclass of CudaKernelBase");

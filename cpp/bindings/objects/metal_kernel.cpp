@@ -6,7 +6,7 @@
 // copy; each array owns its buffer) or the caller's outputs= arrays. Code
 // generation and every argument check work on any OS; where the Metal
 // runtime is missing the call raises jitkernel.MetalNotAvailableError. The
-// Python class in python/jitkernel/_metal_kernel.py adds the keyword-only
+// Python class in python/jitkernel/_kernels/metal_kernel.py adds the keyword-only
 // signature, the dict form and the legacy MetalKernel class.
 #include <cstdio>
 #include <memory>

@@ -1,6 +1,6 @@
 // The compile cache from Python: info / clear / path for jitkernel.cache_info()
 // and `python -m jitkernel cache`, the warning hook that turns the core's
-// cache warnings into Python warnings (python/jitkernel/_cache.py installs
+// cache warnings into Python warnings (python/jitkernel/_fleet/cache.py installs
 // it), and internal helpers the tests use (SHA-256, compile keys, reset, a
 // read failing like on a network file system).
 #include <optional>

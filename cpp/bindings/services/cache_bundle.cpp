@@ -1,4 +1,4 @@
-// What bundles (python/jitkernel/_bundle.py) need of the compile cache, so
+// What bundles (python/jitkernel/_fleet/bundle.py) need of the compile cache, so
 // that the entry layout is written down once, in the core: an entry's name
 // from its key and back, its header size, checking that bytes are a valid
 // entry file for a key (whole, or streamed in pieces: import verifies a
@@ -7,7 +7,7 @@
 // storing a payload through the cache's own atomic store (cap, private
 // folder, temp file + rename), and reading a bundle file through the core's
 // bundle store (cache/bundle_file.hpp: every check of the format, streamed).
-// Writing a bundle file is _bundle.py's.
+// Writing a bundle file is bundle.py's.
 #include <Python.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// What jitkernel/_jax_call.py needs from the core to put a kernel call into
+// What jitkernel/_frameworks/jax_call.py needs from the core to put a kernel call into
 // an XLA program, besides the serialised call it carries (call_record.cpp):
 // the FFI handler's stages as PyCapsules (for jax.ffi.register_ffi_target),
 // the attribute key of a call's text, and the lowering-time preparation that

@@ -3,8 +3,8 @@ GPU architectures, into the compile cache, on a machine that needs no GPU. A lat
 architectures then loads every kernel from the disk cache (no NVRTC compile).
 
 ``calls`` is either a function that makes the kernel calls (run once, with every CUDA kernel call turned into a
-compile: see ``session``) or the path of a call record a previous run wrote (``JITKERNEL_RECORD``, read by
-_record.py). Both compile through ``kernel.compile(..., arch=)``, whose cache key is the one a launch on a GPU of
+compile: see ``Session``) or the path of a call record a previous run wrote (``JITKERNEL_RECORD``, read by
+record_replay.py). Both compile through ``kernel.compile(..., arch=)``, whose cache key is the one a launch on a GPU of
 that architecture uses. docs/precompile.md describes the commands and formats.
 """
 from __future__ import annotations
@@ -14,44 +14,20 @@ import re
 import threading
 from dataclasses import dataclass
 
-from . import _core
-from ._dtypes import _normalize
-from ._errors import ArgumentError, ArgumentTypeError, JitKernelError
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
+from .._kernels import call_routes
+from . import record_replay
+from .cache import cache_info
+from .placeholders import ShapeDtype, placeholder
 
-__all__ = ["ShapeDtype", "PrecompileReport", "precompile"]
+__all__ = ["PrecompileReport", "precompile"]
 
-# The precompile session running in this process, or None; read by CudaKernel._call_general.
-session = None
+# Guards the process's one precompile session (``call_routes.precompile_session``, read by
+# CudaKernel._call_general).
 _session_lock = threading.Lock()
 
 _ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
-
-
-class ShapeDtype:
-    """A placeholder input for calls made under ``precompile``: an array of this shape and dtype that has no data.
-    The generated kernel depends only on an input's dtype and number of dimensions, so this is enough to compile
-    it; it takes no memory. (NumPy arrays work too.)"""
-
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        if isinstance(shape, int) and not isinstance(shape, bool):
-            shape = (shape,)
-        if not isinstance(shape, (tuple, list)) or any(
-                isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in shape):
-            raise ArgumentTypeError("shape", f"expected a tuple of non-negative ints, got {shape!r}")
-        self.shape = tuple(shape)
-        self.dtype = _normalize(dtype, "dtype", "")
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self) -> str:
-        return f"jitkernel.ShapeDtype({self.shape!r}, jitkernel.{self.dtype.name})"
-
-
-ShapeDtype.__module__ = "jitkernel"
 
 
 @dataclass(frozen=True)
@@ -65,26 +41,6 @@ class PrecompileReport:
     compiled: int  # of those, compiled by NVRTC now (disk cache misses)
     cached: int  # of those, already in the cache
     cache_dir: str  # the compile cache folder they are in
-
-
-def numpy_dtype(dtype):
-    """The NumPy dtype of a jitkernel dtype (bfloat16 needs ml_dtypes)."""
-    import numpy as np
-
-    if dtype.name == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise ArgumentError("dtype", "bfloat16 placeholders need ml_dtypes (pip install ml-dtypes)") from None
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(dtype.name)
-
-
-def placeholder(shape, dtype):
-    """A read-only NumPy array of zeros of ``shape`` that takes no memory (every element is one element)."""
-    import numpy as np
-
-    return np.broadcast_to(np.zeros((), numpy_dtype(_normalize(dtype, "output_dtypes", ""))), tuple(shape))
 
 
 class Compiler:
@@ -147,8 +103,6 @@ def precompile(calls, archs) -> PrecompileReport:
     arrays or ``jitkernel.ShapeDtype(shape, dtype)``), or the path of a call record (``JITKERNEL_RECORD``).
     Returns a ``PrecompileReport``. The cache must be enabled and writable (``cache_info().enabled``)."""
     archs = archs_arg(archs)
-    from ._cache import cache_info
-
     before = cache_info()
     if not before.enabled:
         raise JitKernelError(f"precompile: the compile cache is off ({before.disabled_reason or 'disabled'}), so "
@@ -156,10 +110,8 @@ def precompile(calls, archs) -> PrecompileReport:
     if callable(calls):
         compiler = _run_function(calls, archs)
     elif isinstance(calls, (str, os.PathLike)):
-        from . import _record
-
         compiler = Compiler(archs)
-        _record.replay(os.fspath(calls), compiler)
+        record_replay.replay(os.fspath(calls), compiler)
     else:
         raise ArgumentTypeError("calls", f"expected a function that makes the kernel calls or the path of a call "
                                          f"record, got {type(calls).__name__}")
@@ -172,11 +124,10 @@ def precompile(calls, archs) -> PrecompileReport:
 
 def _run_function(fn, archs) -> Session:
     """Runs ``fn()`` as the process's precompile session: every kernel call goes to the session."""
-    global session
     with _session_lock:
-        if session is not None:
+        if call_routes.precompile_session is not None:
             raise JitKernelError("precompile: another precompile is running in this process")
-        session = Session(archs)
+        session = call_routes.precompile_session = Session(archs)
         _core._calls_to_python(True)
     try:
         fn()
@@ -184,4 +135,4 @@ def _run_function(fn, archs) -> Session:
     finally:
         with _session_lock:
             _core._calls_to_python(False)
-            session = None
+            call_routes.precompile_session = None

@@ -1,19 +1,28 @@
 """``jitkernel.cuda_kernel``: the MLX-compatible factory and kernel object, and ``jitkernel.compile_cuda``.
 
-The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/cuda_kernel.cpp), which converts the arguments,
+The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/objects/cuda_kernel.cpp), which converts the arguments,
 generates, compiles (once per signature and device), launches and wraps the outputs. Calling a kernel whose
 input and output names are known, with lists, is one C function (the base type's call slot): no Python code of
 this module runs per call, in the list form or the dict form (``inputs``, ``output_shapes``, ``output_dtypes``,
 ``outputs`` keyed by name; a dict returned). This module adds the factory's argument checks and, for kernels made
-without names, the engine per name set (``_call_general``, shared with the Metal front in ``_kernel_front.py``).
+without names, the engine per name set (``_call_general``, shared with the Metal front in ``front.py``).
+
+A kernel is also text: ``kernel_text`` serialises what ``cuda_kernel`` was given (and its backward's identity) with
+the core's codec (cpp/jitkernel/engine/call_record.hpp), and ``kernel_for`` finds the kernel object of such text,
+or makes it again in a new process. The torch ops of compiled graphs carry kernels so (_frameworks/torch_ops.py).
 """
 from __future__ import annotations
 
-from . import _core, _kernel_record, _precompile, _traced_call
-from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
+import threading
+import weakref
 
-__all__ = ["CudaKernel", "cuda_kernel", "compile_cuda"]
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError
+from . import call_routes
+from .sass import disassemble
+from .front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
+
+__all__ = ["CudaKernel", "cuda_kernel", "compile_cuda", "kernel_text", "kernel_for"]
 
 # True for type checkers only (mypy and pyright treat the name so): importing typing costs import time.
 TYPE_CHECKING = False
@@ -21,8 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
-    from ._call_types import (AnyDTypes, AnyInputs, Backward, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs,
-                              Shape, Template, Unpack)
+    from .call_types import (AnyDTypes, AnyInputs, Backward, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs,
+                             Shape, Template, Unpack)
 
 _INT32_MAX = 2**31 - 1
 
@@ -60,7 +69,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     _factory = "cuda_kernel"
 
-    if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call_slot.cpp): its signature for type checkers
+    if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call/call_slot.cpp): its signature for type checkers
         @overload
         def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
                      output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
@@ -89,7 +98,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         self.shared_memory = shared_memory
         self.compile_options = _copy_options(compile_options)
         self._vjp = None
-        _kernel_record.kernel_text(self)  # sets self._spec, read by traced calls
+        kernel_text(self)  # sets self._spec, read by traced calls
 
     def __reduce__(self):
         """Pickles as the factory's arguments and the backward (which pickles by reference): unpickling makes the
@@ -110,13 +119,13 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
                                                 f"cotangents, got {type(backward).__name__}")
         self._vjp = backward
         self._has_vjp = True
-        _kernel_record.kernel_text(self)
+        kernel_text(self)
         return backward
 
     def _call_general(self, *call):
         """The Python path of a call (kernels made without names, traced calls); while ``jk.precompile`` runs,
-        every call comes here (cpp/bindings/cuda_kernel.cpp) and compiles instead of launching."""
-        session = _precompile.session
+        every call comes here (cpp/bindings/objects/cuda_kernel.cpp) and compiles instead of launching."""
+        session = call_routes.precompile_session
         if session is not None:
             return session.call(self, *call)
         return KernelFront._call_general(self, *call)
@@ -200,13 +209,8 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
             ``nvdisasm`` (pip install "jitkernel[sass]") or a CUDA toolkit's ``cuobjdump`` on PATH. No GPU needed."""
             if args or unknown or inputs is REQUIRED or output_dtypes is REQUIRED:
                 bad_call("CudaKernel.sass", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
-            from . import _sass
-
-            return _sass.disassemble(self.compile(inputs=inputs, output_dtypes=output_dtypes, template=template,
-                                                  arch=arch, target="cubin"))
-
-
-_traced_call.expose_to_dynamo(CudaKernel)
+            return disassemble(self.compile(inputs=inputs, output_dtypes=output_dtypes, template=template,
+                                            arch=arch, target="cubin"))
 
 
 def _copy_options(options):
@@ -267,3 +271,46 @@ def compile_cuda(source: str, arch: str = "sm_90a", target: str = "cubin", name:
     str_arg(target, "target")
     str_arg(name, "name")
     return _core.compile_cuda(source, arch, target, name, compile_options)
+
+
+# ---------------------------------------------------------------------------
+# The kernel as text.
+
+_lock = threading.Lock()
+# kernel text -> the kernel object, while it lives (a graph whose kernel died makes it again from the text)
+_by_text: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def backward_id(vjp) -> str | None:
+    """The identity of a backward in a kernel's text: two kernels with one source but different backwards are
+    different ops."""
+    if vjp is None:
+        return None
+    return f"{getattr(vjp, '__module__', '?')}.{getattr(vjp, '__qualname__', repr(vjp))}"
+
+
+def kernel_text(kernel) -> str:
+    """The serialised kernel of ``kernel`` (a ``CudaKernel``), made now (a kernel's is made when it is made, and
+    again when a backward is attached) and registered so that ``kernel_for`` finds this object."""
+    text = _core.encode_kernel(kernel.name, kernel.input_names, kernel.output_names, kernel.source_text,
+                               kernel.header, kernel.ensure_row_contiguous, kernel.shared_memory,
+                               kernel.compile_options, backward_id(kernel._vjp))
+    kernel._spec = text
+    with _lock:
+        _by_text[text] = kernel
+    return text
+
+
+def kernel_for(text: str):
+    """The kernel object of a serialised kernel: the one that made it, else a new ``cuda_kernel`` from its fields
+    (without a backward: a program exported with one needs its kernel made again before it is differentiated).
+    Text this process did not write is decoded by the core, which refuses anything but the canonical form with
+    an ``ArgumentError("kernel", ...)`` naming the field."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError("kernel", f"expected a serialised kernel (str), got {type(text).__name__}")
+    kernel = _by_text.get(text)
+    if kernel is not None:
+        return kernel
+    args = _core.decode_kernel(text, "kernel")
+    del args["backward"]
+    return cuda_kernel(**args)

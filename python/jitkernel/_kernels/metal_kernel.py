@@ -1,6 +1,6 @@
 """``jitkernel.metal_kernel`` (MLX's ``mx.fast.metal_kernel``) and the older ``jitkernel.MetalKernel`` form.
 
-The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/metal_kernel.cpp), which checks the
+The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/objects/metal_kernel.cpp), which checks the
 arguments, generates the Metal source (byte-identical with MLX 0.32.4's, see docs/metal_codegen_differences.md)
 and hands the call to the Metal runtime. The source can be generated on any OS (``kernel.source(...)``); calling a
 kernel needs macOS on Apple silicon and raises ``MetalNotAvailableError`` elsewhere, after the arguments have been
@@ -13,9 +13,9 @@ output_dtypes=)`` with ``.template(T=...)``, called with the inputs as keyword a
 """
 from __future__ import annotations
 
-from . import _core
-from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError
+from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
-    from ._call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
-                              Template, Unpack)
+    from .call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
+                             Template, Unpack)
 
 _MATH_MODES = ("safe", "relaxed", "fast")
 

@@ -20,7 +20,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-from . import _core
+from .. import _core
 
 __all__ = ["CacheInfo", "CacheWarning", "ReadOnlyTier", "cache_info", "cache_path", "clear_cache"]
 
@@ -89,7 +89,7 @@ def cache_path() -> str:
     return _core._cache_path()
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # jitkernel/, above _fleet/
 
 
 def _warn(message: str) -> None:

@@ -1,72 +1,31 @@
-"""Kernels and calls as text, for the graphs of compiled programs.
+"""Calls as text, for the graphs of compiled programs.
 
 A traced call (``torch.compile``, ``torch.export``, autograd) is recorded as a torch.library op whose string
 arguments must be enough to run it again, in this process or in a new one that loaded an exported program: the
-serialised *kernel* (what ``cuda_kernel`` was given, and its backward's identity) and the serialised *call*
-(template arguments, scalar inputs, output dtypes and ranks, init_value). Both are written and read by the core's
-one codec (cpp/jitkernel/engine/call_record.hpp), the same that XLA's attribute and ``JITKERNEL_RECORD`` lines use;
-equal calls give equal text (and one compiled graph). Sizes that may be symbolic (grid, threadgroup, output
-shapes, int scalar inputs) are null in the call and travel in the op's ``SymInt[]`` list; see ``CallRecord``.
+serialised *kernel* (what ``cuda_kernel`` was given, and its backward's identity: ``kernel_text`` / ``kernel_for``
+in _kernels/cuda_kernel.py) and the serialised *call* (template arguments, scalar inputs, output dtypes and ranks,
+init_value), made and decoded here. Both are written and read by the core's one codec
+(cpp/jitkernel/engine/call_record.hpp), the same that XLA's attribute and ``JITKERNEL_RECORD`` lines use; equal
+calls give equal text (and one compiled graph). Sizes that may be symbolic (grid, threadgroup, output shapes, int
+scalar inputs) are null in the call and travel in the op's ``SymInt[]`` list; see ``CallRecord``.
 
-``kernel_for(text)`` finds the kernel object a serialised kernel came from (its backward included), or makes it
-again in a new process. ``call_record`` runs at trace time on Python constants only (it is marked as a constant
-result for torch's compiler), so nothing in it is traced.
+``call_record`` runs at trace time on Python constants only (it is marked as a constant result for torch's
+compiler), so nothing in it is traced.
 """
 from __future__ import annotations
 
 import threading
-import weakref
 from dataclasses import dataclass
 
-from . import _core
-from ._dtypes import DType, _normalize
-from ._precompile import numpy_dtype
-from ._errors import ArgumentTypeError
+from .. import _core
+from .._dtypes import DType, _normalize, numpy_dtype
+from .._errors import ArgumentTypeError
 
 _lock = threading.Lock()
-# kernel text -> the kernel object, while it lives (a graph whose kernel died makes it again from the text)
-_kernels: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _records: dict = {}  # call text -> CallRecord
 
 # A scalar input fixed at run time is recorded with the dtype an eager call gives its Python value.
 _SYMBOLIC_DTYPE = {"int": "int32", "float": "float32"}
-
-
-def backward_id(vjp) -> str | None:
-    """The identity of a backward in a kernel's text: two kernels with one source but different backwards are
-    different ops."""
-    if vjp is None:
-        return None
-    return f"{getattr(vjp, '__module__', '?')}.{getattr(vjp, '__qualname__', repr(vjp))}"
-
-
-def kernel_text(kernel) -> str:
-    """The serialised kernel of ``kernel`` (a ``CudaKernel``), made now (a kernel's is made when it is made, and
-    again when a backward is attached) and registered so that ``kernel_for`` finds this object."""
-    text = _core.encode_kernel(kernel.name, kernel.input_names, kernel.output_names, kernel.source_text,
-                               kernel.header, kernel.ensure_row_contiguous, kernel.shared_memory,
-                               kernel.compile_options, backward_id(kernel._vjp))
-    kernel._spec = text
-    with _lock:
-        _kernels[text] = kernel
-    return text
-
-
-def kernel_for(text: str):
-    """The kernel object of a serialised kernel: the one that made it, else a new ``cuda_kernel`` from its fields
-    (without a backward: a program exported with one needs its kernel made again before it is differentiated).
-    Text this process did not write is decoded by the core, which refuses anything but the canonical form with
-    an ``ArgumentError("kernel", ...)`` naming the field."""
-    if not isinstance(text, str):
-        raise ArgumentTypeError("kernel", f"expected a serialised kernel (str), got {type(text).__name__}")
-    kernel = _kernels.get(text)
-    if kernel is not None:
-        return kernel
-    args = _core.decode_kernel(text, "kernel")
-    del args["backward"]
-    from ._cuda_kernel import cuda_kernel
-
-    return cuda_kernel(**args)
 
 
 @dataclass(frozen=True)
@@ -94,7 +53,7 @@ class CallRecord:
 
 
 def _input_entry(entry) -> tuple:
-    """An input entry of ``_torch_ops.call`` (``("array", dtype, ndim)``, ``("scalar", "bool", value)``,
+    """An input entry of ``torch_ops.call`` (``("array", dtype, ndim)``, ``("scalar", "bool", value)``,
     ``("scalar", "int" | "float", None)``) as the codec takes it: a tensor's dtype and rank are fixed while tracing
     (so the record replays in ``precompile --record``), its extents are not."""
     if entry[0] == "array":
@@ -122,7 +81,7 @@ def scalar_value(dtype: DType, raw: bytes):
     """A recorded scalar's value from its bytes: a Python bool, else a NumPy scalar of its exact dtype."""
     if dtype.name == "bool":
         return raw != b"\0"
-    import numpy as np
+    import numpy as np  # import jitkernel imports no array framework, NumPy included
 
     return np.frombuffer(raw, dtype=numpy_dtype(dtype))[0]
 

@@ -28,24 +28,23 @@ from __future__ import annotations
 
 import math
 
-from ._errors import ArgumentError, ArgumentTypeError
-from ._sharding import Factors, argument_name as _argument_name, resolve
+from .._errors import ArgumentTypeError
+from .jax_call import vma_of
+from .sharding_rules import Factors, argument_name as _argument_name, resolve
 
 
 def _is_array(value) -> bool:
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     return isinstance(value, (jax.Array, jax.core.Tracer))
 
 
 def _inside_shard_map(operands) -> bool:
     """True inside shard_map (or another manual-axes context): the operands are the local shards."""
-    from . import _jax_call
-
-    if any(_jax_call.vma_of(x) for x in operands):
+    if any(vma_of(x) for x in operands):
         return True
     try:
-        from jax.sharding import get_abstract_mesh
+        from jax.sharding import get_abstract_mesh  # JAX is optional: `import jitkernel` never imports it
     except ImportError:
         return False
     mesh = get_abstract_mesh()
@@ -59,7 +58,7 @@ def _spans_devices(x) -> bool:
 
 def call(sharded, args: tuple, kwargs: dict):
     """Runs ``sharded.fn`` on JAX arrays: per shard under jax.jit (custom_partitioning), else a plain call."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     positions = [i for i, a in enumerate(args) if _is_array(a)]
     operands = [args[i] for i in positions]
@@ -76,7 +75,7 @@ def call(sharded, args: tuple, kwargs: dict):
 
 def _check_static(sharded, args, kwargs, positions: set) -> None:
     """Arrays must be positional arguments: anything else is static, closed over by the partitioned function."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     def has_array(value):
         return any(_is_array(leaf) for leaf in jax.tree_util.tree_leaves(value))
@@ -95,7 +94,7 @@ def _check_static(sharded, args, kwargs, positions: set) -> None:
 
 def _flat_outputs(result):
     """(list of arrays, how to rebuild the function's result)."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     if isinstance(result, (jax.Array, jax.core.Tracer, jax.ShapeDtypeStruct)):
         return [result], lambda outs: outs[0]
@@ -146,12 +145,13 @@ class _Layout:
 
     @staticmethod
     def sharding(mesh, dims, axes: dict):
-        from jax.sharding import NamedSharding, PartitionSpec
+        from jax.sharding import NamedSharding, PartitionSpec  # JAX is optional: `import jitkernel` never imports it
 
         spec = [axes.get(f) for f in dims]
         return NamedSharding(mesh, PartitionSpec(*[a[0] if a and len(a) == 1 else a for a in spec]))
 
     def sdy_rule(self, inputs, outputs):
+        # JAX is optional: `import jitkernel` never imports it
         from jax.experimental.custom_partitioning import ArrayMapping, SdyShardingRule
 
         mapped = lambda entries: tuple(ArrayMapping(*dims) for dims in entries)  # noqa: E731
@@ -166,7 +166,7 @@ def _named(sharding) -> bool:
 
 def _replicated_like(sharding):
     """A fully replicated sharding on the devices of one that is not a NamedSharding (no mesh to name axes)."""
-    from jax._src.sharding_impls import GSPMDSharding
+    from jax._src.sharding_impls import GSPMDSharding  # JAX is optional: `import jitkernel` never imports it
 
     return GSPMDSharding.get_replicated(sharding._device_assignment)
 
@@ -198,7 +198,7 @@ def _partition_callbacks(layout: _Layout, in_dims, out_dims, local_fn, reduce_ov
         sums = [tuple(a for f in factors if f in axes for a in axes[f]) for factors in reduce_over]
 
         def local_and_sum(*ops):
-            import jax
+            import jax  # JAX is optional: `import jitkernel` never imports it
 
             outs = local_fn(*ops)
             return tuple(jax.lax.psum(o, s) if s and o is not None else o for o, s in zip(outs, sums))
@@ -211,7 +211,7 @@ def _partition_callbacks(layout: _Layout, in_dims, out_dims, local_fn, reduce_ov
 def _custom_partitioned(fn, layout: _Layout, in_dims, out_dims, reduce_over=None):
     """`fn` (operands -> tuple of results) as a custom_partitioning call by the rule. custom_partitioning has no
     batching rule: under vmap the call is `fn` vmapped (the kernels' own vmap, whole arrays)."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
     from jax.custom_batching import custom_vmap
     from jax.experimental.custom_partitioning import custom_partitioning
 
@@ -234,7 +234,7 @@ def _custom_partitioned(fn, layout: _Layout, in_dims, out_dims, reduce_over=None
 
 
 def _partitioned(sharded, args, kwargs, positions, operands):
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     def body(*ops):
         full = list(args)

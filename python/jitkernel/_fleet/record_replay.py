@@ -15,9 +15,11 @@ import json
 import os
 import stat
 
-from . import _core
-from ._errors import ArgumentError, ArgumentTypeError, RecordError
-from ._precompile import numpy_dtype, placeholder
+from .. import _core
+from .._dtypes import numpy_dtype
+from .._errors import ArgumentError, ArgumentTypeError, RecordError
+from .._kernels.cuda_kernel import cuda_kernel
+from .placeholders import placeholder
 
 MAX_LINE_BYTES = 64 << 20  # a kernel's source and header are in its line
 
@@ -75,10 +77,8 @@ def lines(path: str):
 
 
 def replay(path: str, compiler) -> None:
-    """Compiles every kernel the record at ``path`` names with ``compiler`` (_precompile.Compiler). All lines are
+    """Compiles every kernel the record at ``path`` names with ``compiler`` (precompile.Compiler). All lines are
     checked before the first compile."""
-    from ._cuda_kernel import cuda_kernel
-
     decoded, kernels = [], {}
     for number, text in lines(path):
         try:

@@ -1,17 +1,18 @@
 """jitkernel kernels as torch.library ops, so that torch.compile, CUDA graphs, torch.export and autograd see them.
 
-Three ops, registered when torch is imported (``register``, through ``_post_import``; nothing happens before):
+Three ops, registered when torch is imported (``register``, through ``post_import``; nothing happens before):
 
     jitkernel::launch(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]
     jitkernel::launch_vjp(...same...) -> Tensor[]          (with the kernel's backward as autograd formula)
     jitkernel::launch_into(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats,
                            Tensor(a!)[] outputs) -> ()
 
-``kernel`` and ``call`` are the spec and record strings of ``_kernel_record``; ``arrays`` the tensor inputs in
-order; ``ints`` grid, threadgroup, the output shapes and symbolic int scalars (``CallRecord``); ``floats`` symbolic
-float scalars. ``launch`` allocates its outputs with torch (so a CUDA graph capture takes them from torch's graph
-pool); ``launch_into`` writes caller-given outputs, declared mutated. Their fake implementations make outputs of the
-recorded shapes and dtypes, which is all torch's compiler needs; the real ones call the kernel eagerly.
+``kernel`` and ``call`` are the kernel's text (``kernel_text`` / ``kernel_for`` of _kernels/cuda_kernel.py) and the
+call's (``graph_records``); ``arrays`` the tensor inputs in order; ``ints`` grid, threadgroup, the output shapes and
+symbolic int scalars (``CallRecord``); ``floats`` symbolic float scalars. ``launch`` allocates its outputs with
+torch (so a CUDA graph capture takes them from torch's graph pool); ``launch_into`` writes caller-given outputs,
+declared mutated. Their fake implementations make outputs of the recorded shapes and dtypes, which is all torch's
+compiler needs; the real ones call the kernel eagerly.
 
 ``call`` is what a traced kernel call runs: TorchDynamo traces it (so it is plain Python), and eager calls reach it
 for autograd. A backward attached with ``kernel.vjp`` is the op's autograd formula.
@@ -22,10 +23,12 @@ import atexit
 import sys
 from functools import lru_cache
 
-from . import _core, _kernel_record, _post_import, _sharding
-from ._dtypes import DType
-from ._errors import ArgumentError, ArgumentTypeError
-from ._traced_call import list_form
+from .. import _core
+from .._dtypes import DType
+from .._errors import ArgumentError, ArgumentTypeError
+from .._kernels.cuda_kernel import kernel_for
+from . import graph_records, post_import, sharding
+from .call_form import list_form
 
 _LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
 _SCHEMAS = {
@@ -35,7 +38,7 @@ _SCHEMAS = {
                    "Tensor(a!)[] outputs) -> ()",
 }
 _library = None  # the torch.library.Library holding the ops (kept alive: dropping it unregisters them)
-_record = _kernel_record.call_record  # marked as a constant result for TorchDynamo by register()
+_record = graph_records.call_record  # marked as a constant result for TorchDynamo by register()
 
 
 _torch_module = None  # torch, once register() ran (a module global: TorchDynamo must not walk sys.modules)
@@ -65,7 +68,7 @@ def register(torch) -> None:
     torch.library.register_autograd("jitkernel::launch_vjp", _backward, setup_context=_setup_context, lib=lib)
     # TorchDynamo is imported before anything is traced: marking the record then spares programs that never
     # compile the seconds of importing it.
-    _post_import.when_imported("torch._dynamo", _mark_record_constant)
+    post_import.when_imported("torch._dynamo", _mark_record_constant)
     _library = lib
     atexit.register(_release_kernels)
 
@@ -73,7 +76,7 @@ def register(torch) -> None:
 def _mark_record_constant(_dynamo) -> None:
     """Tells TorchDynamo that the call record is a constant of its arguments (folded at trace time)."""
     global _record
-    _record = _torch_module.compiler.assume_constant_result(_kernel_record.call_record)
+    _record = _torch_module.compiler.assume_constant_result(graph_records.call_record)
 
 
 def _release_kernels() -> None:
@@ -118,7 +121,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
          verbose):
     """The kernel call as ``jitkernel::launch`` (or ``launch_into`` with ``outputs=``); returns what an eager call
     returns (a list, or a dict in the dict form)."""
-    import torch
+    import torch  # torch is optional: `import jitkernel` never imports it
 
     if stream is not None:
         raise ArgumentTypeError("stream", "a traced torch call runs on torch's current stream; omit stream= and "
@@ -160,7 +163,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
 def _refuse_dtensors(kernel, c) -> None:
     """A DTensor reaching a kernel has no rule saying which pieces of it the kernel may run on: refused, naming
     the input and the way to declare one (``jk.sharded``)."""
-    dtensor = _sharding.dtensor_class  # not sys.modules: TorchDynamo traces this
+    dtensor = sharding.dtensor_class  # not sys.modules: TorchDynamo traces this
     if dtensor is None:
         return
     for names, values, what in ((c.input_names, c.inputs, "inputs"), (c.output_names, c.outputs or (), "outputs")):
@@ -183,9 +186,9 @@ class _Plan:
     non-float scalars; ``floats`` its unfixed float scalars."""
 
     def __init__(self, spec: str, record: str):
-        kernel = _kernel_record.kernel_for(spec)
+        kernel = kernel_for(spec)
         self.kernel = kernel
-        self.record = r = _kernel_record.decode(record)
+        self.record = r = graph_records.decode(record)
         if r.grid is None or r.threadgroup is None or any(shape is None for _, shape in r.outputs):
             raise ArgumentError("call", "a call the torch op runs has a grid, a threadgroup and output ranks")
         self.engine = kernel._impl_for(r.input_names, r.output_names)

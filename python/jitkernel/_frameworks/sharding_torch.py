@@ -1,6 +1,6 @@
 """A ``jk.sharded`` function called with torch DTensors: it runs on the local shards, its results become DTensors.
 
-The rule (``_sharding``) maps every dimension of every tensor argument to a factor. For each axis of the device
+The rule (``sharding_rules``) maps every dimension of every tensor argument to a factor. For each axis of the device
 mesh the arguments' placements must agree on at most one split factor: every argument that has that factor is
 ``Shard`` along it there, and no factor the rule keeps whole is split. Then ``to_local()`` gives each rank exactly
 the rows (or blocks) the function needs, the function runs there with no communication, and each result is
@@ -13,8 +13,8 @@ the gradient of an argument replicated over an axis that splits the others is ea
 """
 from __future__ import annotations
 
-from ._errors import ArgumentError, ArgumentTypeError
-from ._sharding import Factors, argument_name as _argument_name, resolve
+from .._errors import ArgumentError, ArgumentTypeError
+from .sharding_rules import Factors, argument_name as _argument_name, resolve
 
 
 def _placements_of(a, mesh_ndim: int, replicate):
@@ -69,7 +69,7 @@ def _split(sharded, factors: Factors, arrays, positions, mesh_ndim: int, shard_c
 
 def call(sharded, args: tuple, kwargs: dict):
     """Runs ``sharded.fn`` on the local shards of its DTensor arguments; returns its results as DTensors."""
-    import torch
+    import torch  # torch is optional: `import jitkernel` never imports it
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]

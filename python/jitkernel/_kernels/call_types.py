@@ -1,6 +1,6 @@
 """The types of the kernel calls' arguments, for type checkers only.
 
-``_cuda_kernel.py``, ``_metal_kernel.py`` and ``_precompiled.py`` import this module under their module-level
+``cuda_kernel.py``, ``metal_kernel.py`` and ``precompiled.py`` (beside it) import this module under their module-level
 ``TYPE_CHECKING = False`` block (which mypy and pyright read as true), so it is never imported at run time: the
 calls check their arguments themselves (C++), and importing ``typing`` would cost import time for nothing.
 """

@@ -45,8 +45,9 @@ import secrets
 import struct
 from dataclasses import dataclass
 
-from . import _core
-from ._errors import ArgumentError, ArgumentTypeError, BundleError
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError, BundleError
+from .cache import cache_info
 
 MAGIC = b"\x89JKB\r\n\x1a\n"
 FORMAT = 1
@@ -223,8 +224,6 @@ def import_cache(path, into=None, max_bytes: int = MAX_TOTAL_BYTES) -> BundleRep
 
 def _store(path: str, bundle, members) -> int:
     """Stores each member through the compile cache's own store, one at a time; returns how many were stored."""
-    from ._cache import cache_info
-
     if _core._cache_active_directory() is None:
         raise BundleError(f"{path}: cannot import: the compile cache is off (see python -m jitkernel cache info)")
     before = cache_info()

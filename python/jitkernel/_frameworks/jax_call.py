@@ -22,18 +22,16 @@ codegen and compile errors are raised here with jitkernel's types and XLA's stag
   gradient of a replicated weight is the sum of the per-shard contributions, as for any jnp op.
 - Lowering for a platform other than CUDA raises ArgumentError naming the platform.
 
-The target is registered once jax is imported (``_post_import.when_imported``, set up by ``import jitkernel``, which
+The target is registered once jax is imported (``post_import.when_imported``, set up by ``import jitkernel``, which
 imports no jax), so a program JAX loads from its persistent cache finds it; ``register()`` is idempotent.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
-import numpy as np
-
-from . import _core
-from ._errors import ArgumentError
+from .. import _core
+from .._dtypes import dtype as jk_dtype
+from .._errors import ArgumentError
 
 TARGET = "jitkernel_cuda_kernel"
 
@@ -48,7 +46,7 @@ def register(jax_module=None) -> None:
     with _lock:
         if _registered:
             return
-        import jax
+        import jax  # JAX is optional: `import jitkernel` never imports it
 
         jax.ffi.register_ffi_target(TARGET, _core.xla_handlers(), platform="CUDA", api_version=1)
         _registered = True
@@ -62,7 +60,7 @@ def register(jax_module=None) -> None:
 
 def vma_of(x) -> frozenset:
     """The manual mesh axes `x` varies over (empty outside shard_map, with check_vma off, or on old JAX)."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     typeof = getattr(jax, "typeof", None)
     if typeof is None:
@@ -83,7 +81,7 @@ def _sorted_axes(axes) -> tuple:
 
 def pvary(x, axes):
     """`x` made varying over `axes` too (a no-op at run time; its transpose is a psum over them)."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     missing = _sorted_axes(frozenset(axes) - vma_of(x))
     if not missing:
@@ -97,7 +95,7 @@ def pvary(x, axes):
 def _typed_like(result, operand):
     """A result's type under shard_map: `operand`'s (its mesh and vma, which every operand shares) with the
     result's shape and dtype, replicated within the shard."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
     from jax.sharding import NamedSharding, PartitionSpec
 
     aval = jax.typeof(operand)
@@ -117,29 +115,37 @@ def _to_vma(kernel, g, vma: frozenset, pos: int):
 
 
 def _is_scalar(value) -> bool:
+    import numpy as np  # imported on use: `import jitkernel` imports no NumPy (JAX has imported it here)
+
     return isinstance(value, (bool, int, float, complex, np.generic))
 
 
-@dataclass
 class _Plan:
-    operands: list        # array inputs, then outputs= arrays that are not inputs
-    array_positions: list  # index in `inputs` of each array input
-    aliases: dict         # operand index -> output index
-    result_avals: list
-    text: str
-    key: int
-    vma: frozenset = frozenset()  # shard_map: the manual axes the operands (and so the results) vary over
+    """A traced call as the custom call takes it. A plain class, not a dataclass: this module is imported by
+    ``import jitkernel``, and making a dataclass costs more import time than the rest of the module."""
+
+    __slots__ = ("operands", "array_positions", "aliases", "result_avals", "text", "key", "vma")
+
+    def __init__(self, operands: list, array_positions: list, aliases: dict, result_avals: list, text: str,
+                 key: int):
+        self.operands = operands  # array inputs, then outputs= arrays that are not inputs
+        self.array_positions = array_positions  # index in `inputs` of each array input
+        self.aliases = aliases  # operand index -> output index
+        self.result_avals = result_avals
+        self.text = text
+        self.key = key
+        self.vma: frozenset = frozenset()  # shard_map: the manual axes the operands (and so the results) vary over
 
     @property
     def key_attr(self):
         """jk_key as an int64 attribute (MLIR's Python binding takes no uint64 above 2**63; same bits)."""
+        import numpy as np  # imported on use: `import jitkernel` imports no NumPy (JAX has imported it here)
+
         return np.array(self.key, dtype=np.uint64).view(np.int64)[()]
 
 
 def _output_meta(call):
     """(shapes, jk dtypes) of the outputs: as given, else from the outputs= arrays."""
-    from ._dtypes import dtype as jk_dtype
-
     shapes, dtypes = call.output_shapes, call.output_dtypes
     if not shapes and call.outputs is not None:
         shapes = [tuple(o.shape) for o in call.outputs]
@@ -168,7 +174,7 @@ def _aliases(call, arrays: list):
 
 def _local_cuda_devices() -> list:
     """CUDA ordinals of the GPUs this JAX process uses (empty without any)."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     if not _core.cuda_available():
         return []
@@ -180,7 +186,7 @@ def _local_cuda_devices() -> list:
 
 
 def _plan(kernel, call) -> _Plan:
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
     import jax.numpy as jnp
 
     arrays, positions, described = [], [], []
@@ -207,6 +213,8 @@ def _plan(kernel, call) -> _Plan:
 
 def _print_source(kernel, call, described, dtypes) -> None:
     """verbose=True: the generated source, from zero-stride stand-ins of the traced shapes (no memory)."""
+    import numpy as np  # imported on use: `import jitkernel` imports no NumPy (JAX has imported it here)
+
     stand_ins = []
     for item in described:
         if item[0] == "scalar":
@@ -224,7 +232,7 @@ def _guard_primitive():
     global _guard
     if _guard is not None:
         return _guard
-    from jax.extend.core import Primitive
+    from jax.extend.core import Primitive  # JAX is optional: `import jitkernel` never imports it
     from jax.interpreters import batching, mlir
 
     guard = Primitive("jitkernel_cuda_only")
@@ -253,7 +261,7 @@ def _not_cuda(platform: str) -> ArgumentError:
 
 
 def _runner(plan: _Plan):
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     guard = _guard_primitive()
 
@@ -273,7 +281,7 @@ def _runner(plan: _Plan):
 
 def _differentiable(kernel, call, plan: _Plan, run):
     """`run` under jax.custom_vjp with the kernel's backward; differentiating without one raises."""
-    import jax
+    import jax  # JAX is optional: `import jitkernel` never imports it
 
     backward = getattr(kernel, "_vjp", None)
     n_arrays = len(plan.array_positions)

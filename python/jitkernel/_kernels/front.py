@@ -5,15 +5,16 @@ keyword missing (``REQUIRED``, ``bad_call``).
 
 In the dict form ``inputs``, ``output_shapes``, ``output_dtypes`` (and ``outputs``) are dicts keyed by name, the
 factory's ``input_names`` / ``output_names`` may be omitted (the dicts' keys give them, in the dicts' order), and
-the call returns a dict. The C++ engines resolve the dict form themselves (cpp/bindings/call_form.cpp); this module
+the call returns a dict. The C++ engines resolve the dict form themselves (cpp/bindings/call/call_form.cpp); this module
 only picks the engine for the names a call gives when the kernel was made without them.
 """
 from __future__ import annotations
 
 import sys
 
-from . import _core
-from ._errors import ArgumentTypeError
+from .. import _core
+from .._errors import ArgumentTypeError
+from . import call_routes
 
 
 class _Required:
@@ -33,8 +34,6 @@ def query_keywords(unknown: dict) -> dict:
     """The keywords of ``unknown`` that a query taking a call's signature (``source``, ``compile``, ...) does not
     take, less those only the launch uses (``grid``, ``output_shapes``, ``outputs``, ...), which it accepts and
     ignores: one keyword dict serves the call and its queries, as in MLX."""
-    from . import _core
-
     launch_only = set(_core._call_keywords) - {"inputs", "output_dtypes", "template"}
     return {k: v for k, v in unknown.items() if k not in launch_only}
 
@@ -138,7 +137,7 @@ class KernelFront:
 
     def _names(self, inputs, output_shapes, output_dtypes, outputs, query: bool) -> tuple:
         """(input names, inputs, output_shapes, output_dtypes, outputs, output names, dict form) of a call (or a
-        source()-like query) in either form, resolved to the list form (cpp/bindings/call_form.cpp)."""
+        source()-like query) in either form, resolved to the list form (cpp/bindings/call/call_form.cpp)."""
         return _core._resolve_call(inputs, output_shapes, output_dtypes, outputs, self.input_names,
                                    self.output_names, self._factory, query)
 
@@ -172,11 +171,10 @@ class KernelFront:
 
     def _call_traced(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
                      outputs, verbose, cooperative=None, cluster=None):
-        """A call that a framework records (python/jitkernel/_traced_call.py); the C++ call slot sends it here."""
-        from . import _traced_call
-
-        return _traced_call.call(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template,
-                                 init_value, stream, outputs, verbose, cooperative, cluster)
+        """A call that a framework records (``call_routes.traced``: python/jitkernel/_frameworks/traced_call.py);
+        the C++ call slot sends it here."""
+        return call_routes.call_traced(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template,
+                                       init_value, stream, outputs, verbose, cooperative, cluster)
 
     def _signature_args(self, inputs, output_dtypes):
         """(engine, inputs as a list, output_dtypes as a list) of a source()-like query in either form."""

@@ -1,18 +1,15 @@
 """SASS for ``CudaKernel.sass`` / ``compile(target="sass")``: a cubin disassembled by NVIDIA's tools.
 
 ``nvdisasm`` from the ``nvidia-cuda-nvdisasm`` wheel (the ``sass`` extra) is preferred; else ``nvdisasm`` or
-``cuobjdump`` from a CUDA toolkit on PATH. Nothing here is imported until SASS is asked for.
+``cuobjdump`` from a CUDA toolkit on PATH. What running them needs is imported when SASS is asked for.
 """
 from __future__ import annotations
 
 import glob
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-from ._errors import JitKernelError
+from .._errors import JitKernelError
 
 _INSTALL = ('no SASS disassembler found: pip install "jitkernel[sass]" (the nvidia-cuda-nvdisasm wheel), '
             "or put a CUDA toolkit's nvdisasm or cuobjdump on PATH")
@@ -29,6 +26,8 @@ def _wheel_nvdisasm():
 
 def tool() -> list:
     """The command (program and flags) that prints the SASS of a cubin file given after it."""
+    import shutil  # milliseconds of `import jitkernel` for SASS requests only (as in disassemble)
+
     path = _wheel_nvdisasm() or shutil.which("nvdisasm")
     if path:
         return [path, "-c"]
@@ -40,6 +39,10 @@ def tool() -> list:
 
 def disassemble(cubin: bytes) -> str:
     """The SASS text of ``cubin``."""
+    # subprocess, tempfile and shutil cost milliseconds of `import jitkernel`, and only SASS requests use them.
+    import subprocess
+    import tempfile
+
     command = tool()
     with tempfile.TemporaryDirectory(prefix="jitkernel-sass-") as folder:
         path = os.path.join(folder, "kernel.cubin")

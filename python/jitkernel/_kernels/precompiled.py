@@ -1,7 +1,7 @@
 """``jitkernel.precompiled_cuda_kernel``: launch PTX, a cubin or a fatbin compiled elsewhere (nvcc, NVRTC, other
-compilers), MLX-compatible (seed 004).
+compilers), MLX-compatible.
 
-The call is a keyword-only front over ``_core.precompiled_cuda_kernel`` (cpp/bindings/precompiled_kernel.cpp), which
+The call is a keyword-only front over ``_core.precompiled_cuda_kernel`` (cpp/bindings/objects/precompiled_kernel.cpp), which
 converts inputs, outputs and the stream exactly as ``cuda_kernel`` does and launches through the same path. The
 binary is loaded once per (content, device); its format, entry points and parameter sizes are read from the bytes
 (``inspect_binary``), so a wrong ``name``, a parameter list that does not match the arguments, or a cubin for
@@ -9,9 +9,9 @@ another GPU is an error before launch, not a fault after it.
 """
 from __future__ import annotations
 
-from . import _core
-from ._errors import ArgumentError, ArgumentTypeError
-from ._kernel_front import REQUIRED, bad_call
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError
+from .front import REQUIRED, bad_call
 
 __all__ = ["precompiled_cuda_kernel", "inspect_binary", "check_binary_arch"]
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, Union
 
-    from ._call_types import Dim3, DTypeLike, Shape
+    from .call_types import Dim3, DTypeLike, Shape
 
     Binary = Union[bytes, bytearray, memoryview]
 

@@ -1,0 +1,69 @@
+"""A traced call's arguments in the list form: the call with its dicts turned into lists in name order.
+
+The Python twin of the C++ resolver of the dict form (cpp/bindings/call/call_form.cpp), written for TorchDynamo to trace
+(``torch_ops.call`` runs it inside ``torch.compile``): plain Python on the arguments, no C calls before a mismatch,
+which is left to the C++ resolver so that it raises the error an eager call gets. ``jax_call`` and ``torch_ops``
+take its ``TracedCall``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _core
+from .._errors import ArgumentTypeError
+
+
+@dataclass
+class TracedCall:
+    """A call in the list form, names resolved: what a framework path records."""
+
+    input_names: tuple
+    output_names: tuple
+    inputs: list
+    output_shapes: list | None
+    output_dtypes: list | None
+    grid: tuple
+    threadgroup: tuple
+    template: list | None
+    init_value: object
+    outputs: list | None
+    verbose: bool
+    dict_form: bool
+
+
+def _ordered(value, names):
+    """A dict's values in ``names`` order, or None when its keys differ; anything else unchanged."""
+    if not isinstance(value, dict):
+        return value
+    if len(value) != len(names) or any(n not in value for n in names):
+        return None
+    return [value[n] for n in names]
+
+
+def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
+              verbose) -> TracedCall:
+    """The call with dicts turned into lists in name order. Plain Python for TorchDynamo; any mismatch is left to
+    the C++ resolver, which raises the same error an eager call gets."""
+    dict_form = any(isinstance(v, dict) for v in (inputs, output_shapes, output_dtypes, outputs))
+    in_names, out_names = kernel.input_names, kernel.output_names
+    if dict_form:
+        if in_names is None and isinstance(inputs, dict):
+            in_names = tuple(inputs)
+        for value in (output_shapes, output_dtypes, outputs):
+            if out_names is None and isinstance(value, dict):
+                out_names = tuple(value)
+        resolved = [_ordered(inputs, in_names or ())] + [_ordered(v, out_names or ())
+                                                         for v in (output_shapes, output_dtypes, outputs)]
+        if in_names is None or out_names is None or any(
+                r is None and v is not None for r, v in zip(resolved, (inputs, output_shapes, output_dtypes,
+                                                                       outputs))):
+            _core._resolve_call(inputs, output_shapes, output_dtypes, outputs, kernel.input_names,
+                                kernel.output_names, kernel._factory, False)  # raises the eager call's error
+            raise ArgumentTypeError("inputs", "inputs and outputs must be dicts keyed by the kernel's names")
+        inputs, output_shapes, output_dtypes, outputs = resolved
+    if in_names is None or out_names is None:
+        raise ArgumentTypeError("inputs", "this kernel was made without input_names/output_names: pass inputs "
+                                          "and outputs as dicts keyed by name")
+    return TracedCall(tuple(in_names), tuple(out_names), list(inputs), output_shapes and list(output_shapes),
+                      output_dtypes and list(output_dtypes), tuple(grid), tuple(threadgroup), template, init_value,
+                      outputs and list(outputs), bool(verbose), dict_form)
