@@ -85,7 +85,10 @@ def _wheel_toolkit() -> str | None:
     lib = info.get("nvrtc_library") or ""
     root = os.path.dirname(os.path.dirname(os.path.realpath(lib))) if lib else ""
     ok = os.path.isfile(os.path.join(root, "include", "cuda_fp16.h")) and os.path.isdir(os.path.join(root, "lib"))
-    return root if ok else None
+    # A toolkit has CCCL (cooperative_groups needs <nv/target>); the wheels have it only with nvidia-cuda-cccl
+    # installed (the GPU machine's torch venv has the runtime's headers without it).
+    cccl = any(os.path.isfile(os.path.join(root, "include", sub, "nv", "target")) for sub in ("", "cccl"))
+    return root if ok and cccl else None
 
 
 def test_system_toolkit_at_cuda_home_compiles(tmp_path):
