@@ -85,7 +85,7 @@ std::optional<std::string> load_or_claim(const Key& key, Claim& claim);
 void store(const Key& key, std::string_view payload);
 
 // Records: small payloads that are not compiled code (the toolkit
-// discovery python/jitkernel/_toolkit.py persists), stored in the entry
+// discovery python/jitkernel/_toolkit_search.py persists), stored in the entry
 // format (checksum, atomic replace) in the folder's "records" subfolder
 // (created 0700 and checked like the folder itself), written like entries (a
 // record torn by a crash fails its checksum: it only costs redoing the work
