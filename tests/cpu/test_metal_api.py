@@ -225,3 +225,51 @@ def test_torch_cpu_tensors():
     t = torch.zeros((4, 16), dtype=torch.float16)
     assert k.source(inputs=[t], output_dtypes=[t.dtype], template=[("T", torch.float32)]) == \
         source_of(k, call_args(np.zeros((4, 16), np.float16)))
+
+
+# --------------------------------------------------------------------------- one conversion for both backends
+class _CudaStandIn:
+    """A device array as far as the argument conversion can tell (DLPack on a CUDA device)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a device array must be refused before it is exported")
+
+
+@pytest.mark.parametrize("over", [
+    dict(inputs=np.zeros(4, np.float16)),
+    dict(inputs=[]),
+    dict(output_shapes=(4, 16)),
+    dict(output_shapes=[(4, 16), (4, 16)]),
+    dict(output_dtypes=[jk.float16, jk.float16]),
+    dict(outputs=np.zeros((4, 16), np.float16)),
+    dict(outputs=[np.zeros((4, 16), np.float16)] * 2),
+    dict(grid=(1, 1)),
+    dict(init_value="0"),
+], ids=lambda over: next(iter(over)))
+def test_both_backends_word_argument_errors_alike(over):
+    """Metal calls go through the CUDA calls' conversion (host-memory policy): the same error, word for word."""
+    metal, cuda = exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    errors = []
+    for kernel in (metal, cuda):
+        with pytest.raises((jk.ArgumentError, jk.ArgumentTypeError)) as info:
+            kernel(**call_args(**over))
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("argument", ["inputs", "outputs"])
+def test_device_arrays_are_refused(argument):
+    over = dict(inputs=[_CudaStandIn()]) if argument == "inputs" else dict(outputs=[_CudaStandIn()])
+    with pytest.raises(jk.ArgumentTypeError, match=rf"^{argument}: (input|output) 0 \('(inp|out)'\): expected an "
+                                                   r"array in CPU memory .*got a device array"):
+        exp_kernel()(**call_args(**over))
+
+
+def test_read_only_outputs_are_refused():
+    out = np.zeros((4, 16), np.float16)
+    out.flags.writeable = False
+    with pytest.raises(jk.ArgumentError, match=r"^outputs: output 0 \('out'\): the array is read-only"):
+        exp_kernel()(**call_args(outputs=[out]))
