@@ -273,3 +273,63 @@ def test_read_only_outputs_are_refused():
     out.flags.writeable = False
     with pytest.raises(jk.ArgumentError, match=r"^outputs: output 0 \('out'\): the array is read-only"):
         exp_kernel()(**call_args(outputs=[out]))
+
+
+# --------------------------------------------------------------------------- one kernel type for both factories
+def test_one_kernel_type_and_call_slot():
+    """Both factories' kernels are _core.KernelBase objects called through its C call slot (no Python __call__)."""
+    from jitkernel import _core
+    metal, cuda = exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    assert isinstance(metal, _core.KernelBase) and isinstance(cuda, _core.KernelBase)
+    assert "__call__" not in vars(type(metal))
+
+
+@pytest.mark.parametrize("over, argument", [(dict(cooperative=True), "cooperative"),
+                                            (dict(cluster=(2, 1, 1)), "cluster")])
+def test_cuda_launch_options_are_refused(over, argument):
+    with pytest.raises(jk.ArgumentError, match=rf"^{argument}: Metal kernels .* not supported"):
+        exp_kernel()(**call_args(**over))
+
+
+@needs_no_metal
+def test_cuda_launch_options_left_at_none_are_accepted():
+    with pytest.raises(jk.MetalNotAvailableError):
+        exp_kernel()(**call_args(cooperative=None, cluster=None))
+
+
+@pytest.mark.parametrize("call, argument, message", [
+    (lambda k: k(**call_args(), bogus=1), "bogus", "__call__() got an unexpected keyword argument 'bogus'"),
+    (lambda k: k(inputs=[np.zeros(4, np.float32)], grid=(1, 1, 1)), "threadgroup",
+     "__call__() missing required keyword argument 'threadgroup'"),
+    (lambda k: k([np.zeros(4, np.float32)]), "inputs", "__call__() takes keyword arguments only"),
+])
+def test_keyword_errors_are_the_call_slots(call, argument, message):
+    """The same keyword errors as a CUDA kernel's, from the same call slot (named by the kernel's class)."""
+    for kernel in (exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")):
+        with pytest.raises(jk.ArgumentTypeError) as info:
+            call(kernel)
+        assert info.value.argument == argument
+        assert str(info.value).startswith(f"{argument}: {type(kernel).__name__}.{message}"), str(info.value)
+
+
+def test_traced_arrays_are_an_error_not_a_recorded_call():
+    torch = pytest.importorskip("torch")
+
+    class Sub(torch.Tensor):
+        pass
+
+    with pytest.raises(jk.ArgumentTypeError) as info:
+        exp_kernel()(**call_args(torch.zeros((4, 16), dtype=torch.float16).as_subclass(Sub), grid=(64, 1, 1)))
+    assert info.value.argument == "inputs" and "traced" in str(info.value), str(info.value)
+
+
+@needs_no_metal
+def test_a_cuda_calls_launch_options_do_not_reach_the_next_metal_call():
+    """Calls on one thread reuse one argument store: a CUDA call's cluster must not stay for a Metal call."""
+    cuda = jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    a = np.zeros(4, np.float32)
+    with pytest.raises(jk.JitKernelError):
+        cuda(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+             cluster=(3, 1, 1), cooperative=True)
+    with pytest.raises(jk.MetalNotAvailableError):
+        exp_kernel()(**call_args())

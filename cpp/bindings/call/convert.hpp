@@ -1,5 +1,5 @@
 // Argument conversion shared by every kernel factory binding (cuda_kernel and
-// metal_kernel in cuda_kernel.cpp / metal_kernel.cpp, precompiled_cuda_kernel
+// metal_kernel in objects/kernel_object.cpp, precompiled_cuda_kernel
 // in precompiled_kernel.cpp): Python inputs, outputs=, stream, output
 // shapes/dtypes, grid/threadgroup and init_value -> jk::KernelCall, and the
 // launch's results back to Python. Factories call convert_call(), launch,
