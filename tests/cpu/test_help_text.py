@@ -54,7 +54,8 @@ def test_help_metal_kernel_factory_and_instance():
            ["call it with keyword arguments only",
             "``grid`` counts threads (Metal's dispatchThreads)",
             "``stream`` must be None (Metal kernels run on jitkernel's own command queue)",
-            "Runs the kernel (keyword arguments only, see the class); returns the outputs, a list or a dict."])
+            "``cooperative`` / ``cluster`` (CUDA launch options) are refused",
+            "raise ``jk.ArgumentTypeError`` / ``jk.ArgumentError`` naming the argument"])
     _check(_help(jk.MetalKernel), ["template(", "output_shapes", "output_dtypes"],
            ["everything but the inputs and template values given up front, inputs as keywords",
             "Runs the kernel on the inputs given by name; returns {output name: array}."])

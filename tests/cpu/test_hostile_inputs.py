@@ -142,6 +142,8 @@ def test_malformed_shape_of_a_device_array_is_a_named_error(entry, tmp_path):
 
 
 def test_malformed_shape_of_a_metal_output_is_a_named_error():
+    # outputs= entries are imported as arrays (their shapes come from the import, not from .shape): an object
+    # with only .shape and .dtype is refused as no array, naming the output, whatever its .shape holds.
     class Out:
         dtype = np.float32
 

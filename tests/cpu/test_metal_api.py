@@ -225,3 +225,111 @@ def test_torch_cpu_tensors():
     t = torch.zeros((4, 16), dtype=torch.float16)
     assert k.source(inputs=[t], output_dtypes=[t.dtype], template=[("T", torch.float32)]) == \
         source_of(k, call_args(np.zeros((4, 16), np.float16)))
+
+
+# --------------------------------------------------------------------------- one conversion for both backends
+class _CudaStandIn:
+    """A device array as far as the argument conversion can tell (DLPack on a CUDA device)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a device array must be refused before it is exported")
+
+
+@pytest.mark.parametrize("over", [
+    dict(inputs=np.zeros(4, np.float16)),
+    dict(inputs=[]),
+    dict(output_shapes=(4, 16)),
+    dict(output_shapes=[(4, 16), (4, 16)]),
+    dict(output_dtypes=[jk.float16, jk.float16]),
+    dict(outputs=np.zeros((4, 16), np.float16)),
+    dict(outputs=[np.zeros((4, 16), np.float16)] * 2),
+    dict(grid=(1, 1)),
+    dict(init_value="0"),
+], ids=lambda over: next(iter(over)))
+def test_both_backends_word_argument_errors_alike(over):
+    """Metal calls go through the CUDA calls' conversion (host-memory policy): the same error, word for word."""
+    metal, cuda = exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    errors = []
+    for kernel in (metal, cuda):
+        with pytest.raises((jk.ArgumentError, jk.ArgumentTypeError)) as info:
+            kernel(**call_args(**over))
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("argument", ["inputs", "outputs"])
+def test_device_arrays_are_refused(argument):
+    over = dict(inputs=[_CudaStandIn()]) if argument == "inputs" else dict(outputs=[_CudaStandIn()])
+    with pytest.raises(jk.ArgumentTypeError, match=rf"^{argument}: (input|output) 0 \('(inp|out)'\): expected an "
+                                                   r"array in CPU memory .*got a device array"):
+        exp_kernel()(**call_args(**over))
+
+
+def test_read_only_outputs_are_refused():
+    out = np.zeros((4, 16), np.float16)
+    out.flags.writeable = False
+    with pytest.raises(jk.ArgumentError, match=r"^outputs: output 0 \('out'\): the array is read-only"):
+        exp_kernel()(**call_args(outputs=[out]))
+
+
+# --------------------------------------------------------------------------- one kernel type for both factories
+def test_one_kernel_type_and_call_slot():
+    """Both factories' kernels are _core.KernelBase objects called through its C call slot (no Python __call__)."""
+    from jitkernel import _core
+    metal, cuda = exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    assert isinstance(metal, _core.KernelBase) and isinstance(cuda, _core.KernelBase)
+    assert "__call__" not in vars(type(metal))
+
+
+@pytest.mark.parametrize("over, argument", [(dict(cooperative=True), "cooperative"),
+                                            (dict(cluster=(2, 1, 1)), "cluster")])
+def test_cuda_launch_options_are_refused(over, argument):
+    with pytest.raises(jk.ArgumentError, match=rf"^{argument}: Metal kernels .* not supported"):
+        exp_kernel()(**call_args(**over))
+
+
+@needs_no_metal
+def test_cuda_launch_options_left_at_none_are_accepted():
+    with pytest.raises(jk.MetalNotAvailableError):
+        exp_kernel()(**call_args(cooperative=None, cluster=None))
+
+
+@pytest.mark.parametrize("call, argument, message", [
+    (lambda k: k(**call_args(), bogus=1), "bogus", "__call__() got an unexpected keyword argument 'bogus'"),
+    (lambda k: k(inputs=[np.zeros(4, np.float32)], grid=(1, 1, 1)), "threadgroup",
+     "__call__() missing required keyword argument 'threadgroup'"),
+    (lambda k: k([np.zeros(4, np.float32)]), "inputs", "__call__() takes keyword arguments only"),
+])
+def test_keyword_errors_are_the_call_slots(call, argument, message):
+    """The same keyword errors as a CUDA kernel's, from the same call slot (named by the kernel's class)."""
+    for kernel in (exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")):
+        with pytest.raises(jk.ArgumentTypeError) as info:
+            call(kernel)
+        assert info.value.argument == argument
+        assert str(info.value).startswith(f"{argument}: {type(kernel).__name__}.{message}"), str(info.value)
+
+
+def test_traced_arrays_are_an_error_not_a_recorded_call():
+    torch = pytest.importorskip("torch")
+
+    class Sub(torch.Tensor):
+        pass
+
+    with pytest.raises(jk.ArgumentTypeError) as info:
+        exp_kernel()(**call_args(torch.zeros((4, 16), dtype=torch.float16).as_subclass(Sub), grid=(64, 1, 1)))
+    assert info.value.argument == "inputs" and "traced" in str(info.value), str(info.value)
+
+
+@needs_no_metal
+def test_a_cuda_calls_launch_options_do_not_reach_the_next_metal_call():
+    """Calls on one thread reuse one argument store: a CUDA call's cluster must not stay for a Metal call."""
+    cuda = jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
+    a = np.zeros(4, np.float32)
+    with pytest.raises(jk.JitKernelError):
+        cuda(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+             cluster=(3, 1, 1), cooperative=True)
+    with pytest.raises(jk.MetalNotAvailableError):
+        exp_kernel()(**call_args())

@@ -2,11 +2,16 @@
 // `outputs=` arrays, the arrays the inputs' framework allocated
 // (output_allocation.cpp), or jitkernel's pool outputs in the framework of
 // the call's inputs (torch tensors through its DLPack exchange API or a
-// capsule, JAX through its from_dlpack), jk.Array without one.
+// capsule, JAX through its from_dlpack), jk.Array without one. Host-memory
+// calls (Metal) return NumPy arrays over the backend's buffers instead.
+#include <memory>
 #include <utility>
+
+#include <nanobind/ndarray.h>
 
 #include "objects/array.hpp"
 #include "call/convert_detail.hpp"
+#include "jitkernel/core/errors.hpp"
 
 namespace jk::py {
 
@@ -43,21 +48,60 @@ nb::handle cached_converter(nb::object* cache, nb::object (*find)(const Framewor
   return converter;
 }
 
+// The caller's outputs= arrays, in a new list.
+nb::list provided_list(nb::handle provided) {
+  PyObject* seq = provided.ptr();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  nb::list given = nb::steal<nb::list>(PyList_New(n));
+  if (!given.is_valid()) throw nb::python_error();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+    Py_INCREF(item);
+    PyList_SET_ITEM(given.ptr(), i, item);
+  }
+  return given;
+}
+
+// A NumPy array over an output's buffer; the array owns the buffer. NumPy has
+// no bfloat16: those are exported as uint16 bits viewed as `bfloat16`.
+nb::object numpy_output(OwnedArray&& out, const nb::object& bfloat16) {
+  using Owner = std::shared_ptr<Buffer>;
+  const ArrayView& v = out.view;
+  std::vector<std::size_t> shape(v.shape.begin(), v.shape.end());
+  const DTypeInfo& info = dtype_info(v.dtype);
+  const bool is_bf16 = v.dtype == DType::BFloat16;
+  const nb::dlpack::dtype dtype{static_cast<std::uint8_t>(is_bf16 ? 1 : info.dlpack_code), info.dlpack_bits, 1};
+  auto* owner = new Owner(std::move(out.buffer));
+  nb::capsule capsule(owner, [](void* p) noexcept { delete static_cast<Owner*>(p); });
+  nb::object array = nb::cast(nb::ndarray<nb::numpy>(v.data, shape.size(), shape.data(), capsule, nullptr, dtype));
+  return is_bf16 ? nb::object(array.attr("view")(bfloat16)) : array;
+}
+
 }  // namespace
 
-nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call) {
-  if (call.provided_outputs.is_valid()) {  // the caller's arrays, in a new list
-    PyObject* seq = call.provided_outputs.ptr();
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    nb::list given = nb::steal<nb::list>(PyList_New(n));
-    if (!given.is_valid()) throw nb::python_error();
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
-      Py_INCREF(item);
-      PyList_SET_ITEM(given.ptr(), i, item);
-    }
-    return given;
+nb::object bfloat16_numpy_dtype() {
+  try {
+    return nb::module_::import_("ml_dtypes").attr("bfloat16");
+  } catch (nb::python_error&) {
+    throw ArgumentError("output_dtypes", "bfloat16 outputs come back as NumPy arrays of "
+                                         "ml_dtypes.bfloat16, and ml_dtypes is not installed: "
+                                         "pip install ml-dtypes");
   }
+}
+
+nb::list wrap_host_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call) {
+  if (call.provided_outputs.is_valid()) return provided_list(call.provided_outputs);
+  nb::object bfloat16;  // found before the launch (convert_call), so this import succeeds
+  nb::list out;
+  for (OwnedArray& r : results) {
+    if (r.view.dtype == DType::BFloat16 && !bfloat16.is_valid()) bfloat16 = bfloat16_numpy_dtype();
+    out.append(numpy_output(std::move(r), bfloat16));
+  }
+  return out;
+}
+
+nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call) {
+  if (call.provided_outputs.is_valid()) return provided_list(call.provided_outputs);
   if (!call.allocated.empty()) {  // allocated by the inputs' framework (output_allocation.cpp)
     nb::list allocated = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(call.allocated.size())));
     if (!allocated.is_valid()) throw nb::python_error();

@@ -2,7 +2,7 @@
 // with. Host arrays (NumPy, ml_dtypes, host DLPack) are viewed at once;
 // device arrays are classified first and imported once the launch stream is
 // known (through DLPack with that stream, or read directly for torch tensors
-// on torch's current stream).
+// on torch's current stream), or refused where the backend reads host memory.
 #include <limits>
 #include <utility>
 
@@ -299,27 +299,23 @@ bool import_pending(const PendingArray& p, std::uintptr_t stream, bool direct_re
   return t.read_only;
 }
 
-ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& where,
-                          Borrowed& borrowed, bool* read_only) {
-  std::vector<PendingArray> pending;
-  ArrayView view;
-  bool is_host = false;
-  classify_array(item, 0, argument, where, borrowed, pending, &view, &is_host);
-  if (!is_host)
-    throw ArgumentTypeError(argument, where.prefix() + "expected an array in CPU memory (NumPy, "
-                                                       "PyTorch CPU tensors, ...), got a device "
-                                                       "array (" + type_text(item) + ")");
+void refuse_device_array(nb::handle item, const char* argument, const ItemRef& where) {
+  throw ArgumentTypeError(argument, where.prefix() + "expected an array in CPU memory (NumPy, PyTorch CPU "
+                                                     "tensors, ...), got a device array (" + type_text(item) + ")");
+}
+
+bool host_read_only(nb::handle item) {
   // NumPy-style arrays say so in flags.writeable; other host arrays count as writable.
-  *read_only = false;
+  bool read_only = false;
   if (PyObject* flags = PyObject_GetAttrString(item.ptr(), "flags")) {
     if (PyObject* writeable = PyObject_GetAttrString(flags, "writeable")) {
-      *read_only = PyObject_IsTrue(writeable) == 0;
+      read_only = PyObject_IsTrue(writeable) == 0;
       Py_DECREF(writeable);
     }
     Py_DECREF(flags);
   }
   if (PyErr_Occurred()) PyErr_Clear();
-  return view;
+  return read_only;
 }
 
 }  // namespace jk::py

@@ -1,5 +1,5 @@
-// The two forms of a kernel call, shared by `_core.CudaKernelBase`
-// (cuda_kernel.cpp) and `_core.MetalKernel` (metal_kernel.cpp): the list form, where
+// The two forms of a kernel call, shared by every kernel of `_core.KernelBase`
+// (kernel_object.cpp): the list form, where
 // inputs and the per-output arguments are lists in input_names /
 // output_names order, and the dict form, where they are dicts keyed by name
 // (the factory's names may then be omitted: the dicts' keys give them) and

@@ -1,7 +1,7 @@
 // Argument conversion shared by the kernel factories (see convert.hpp): the
 // whole call, stage by stage (type_table, call_arguments, array_import,
-// streams; array_export after the launch), and its signature-only twin for
-// source() / compile().
+// streams; array_export after the launch) for device memory (CUDA) and host
+// memory (Metal), and its signature-only twin for source() / compile().
 #include "call/convert_detail.hpp"
 
 #include <utility>
@@ -22,7 +22,7 @@ ArrayView& array_slot(KernelInput& slot) {
 }  // namespace
 
 static std::size_t checked_input_count(nb::handle inputs, const std::vector<std::string>* names) {
-  std::size_t n = sequence_arg(inputs, "inputs", "a list of arrays and scalars");
+  std::size_t n = sequence_arg(inputs, "inputs", "a list of arrays and scalars, one per input");
   if (names && n != names->size())
     throw ArgumentError("inputs", "expected " + count_noun(names->size(), "input") +
                                       " (input_names: " + joined(*names) + "), got " +
@@ -116,8 +116,10 @@ std::size_t convert_output_layout(const CallInputs& in, bool have_provided, std:
                        : n_provided;
 }
 
-// Inputs: scalars and host arrays now, device arrays into `out.pending`;
-// returns the framework of the first device array and sets its device.
+// Inputs: scalars and host arrays now, device arrays into `out.pending`
+// (Memory::Host: refused); returns the framework of the first device array
+// and sets its device.
+template <Memory M>
 Framework convert_inputs(const CallInputs& in, KernelCall& args, ConvertedCall& out,
                          int* framework_device) {
   const std::size_t n_inputs = checked_input_count(in.call.inputs, in.input_names);
@@ -137,6 +139,7 @@ Framework convert_inputs(const CallInputs& in, KernelCall& args, ConvertedCall& 
       args.inputs[i] = std::move(host);
       return;
     }
+    if constexpr (M == Memory::Host) refuse_device_array(item, "inputs", where);
     if (framework == Framework::None) {
       framework = fw;
       *framework_device = out.pending.back().device;
@@ -176,6 +179,26 @@ void choose_stream(const CallInputs& in, std::optional<std::uintptr_t> explicit_
   out.stream = args.launch.stream;
 }
 
+// Output shapes and dtypes the call left out, from its outputs= arrays.
+void layout_from_provided(std::size_t n_provided, KernelCall& args) {
+  if (args.output_shapes.empty() && n_provided > 0) {
+    args.output_shapes.resize(n_provided);
+    for (std::size_t j = 0; j < n_provided; ++j) args.output_shapes[j] = args.provided_outputs[j].shape;
+  }
+  if (args.output_dtypes.empty())
+    for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
+}
+
+// The type of an outputs= entry (null for jk.Array); ArgumentError where its
+// framework's arrays cannot be written (JAX's are immutable).
+const TypeInfo* writable_output_type(nb::handle item, const ItemRef& where) {
+  if (is_jk_array(item)) return nullptr;
+  TypeInfo& info = classify(item, "outputs", where);
+  if (const char* refused = framework_row(info.framework).outputs_refused)
+    throw ArgumentError("outputs", where.prefix() + refused);
+  return &info;
+}
+
 // Caller-provided outputs: device arrays only, writable.
 void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool direct_read,
                               KernelCall& args, ConvertedCall& out) {
@@ -185,15 +208,11 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
     ItemRef where{"output", j, out_names};
     ArrayView host;
     bool is_host = false;
-    if (!is_jk_array(item)) {
-      TypeInfo& info = classify(item, "outputs", where);
-      if (const char* refused = framework_row(info.framework).outputs_refused)
-        throw ArgumentError("outputs", where.prefix() + refused);
-      if (info.kind == Kind::NumpyArray || info.kind == Kind::HostArray)
-        throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
-                                                            "arrays, got host memory (" +
-                                               type_text(item) + ")");
-    }
+    const TypeInfo* info = writable_output_type(item, where);
+    if (info && (info->kind == Kind::NumpyArray || info->kind == Kind::HostArray))
+      throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device "
+                                                          "arrays, got host memory (" +
+                                             type_text(item) + ")");
     classify_array(item, j, "outputs", where, out.borrowed, out.pending, &host, &is_host);
     if (is_host)
       throw ArgumentTypeError("outputs", where.prefix() + "outputs= takes CUDA device arrays, "
@@ -204,12 +223,46 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
                                           "outputs", where, args.provided_outputs[j]);
     if (read_only) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
   });
-  if (args.output_shapes.empty() && n_provided > 0) {
-    args.output_shapes.resize(n_provided);
-    for (std::size_t j = 0; j < n_provided; ++j) args.output_shapes[j] = args.provided_outputs[j].shape;
+  layout_from_provided(n_provided, args);
+}
+
+// Memory::Host: caller-provided outputs are writable arrays in CPU memory.
+void convert_host_outputs(const CallInputs& in, std::size_t n_provided, KernelCall& args,
+                          ConvertedCall& out) {
+  args.provided_outputs.resize(n_provided);
+  for_each_item(in.call.outputs, "outputs", [&](std::size_t j, nb::handle item) {
+    ItemRef where{"output", j, in.output_names};
+    writable_output_type(item, where);
+    bool is_host = false;
+    classify_array(item, j, "outputs", where, out.borrowed, out.pending, &args.provided_outputs[j], &is_host);
+    if (!is_host) refuse_device_array(item, "outputs", where);
+    if (host_read_only(item)) throw ArgumentError("outputs", where.prefix() + "the array is read-only");
+  });
+  layout_from_provided(n_provided, args);
+}
+
+// Memory::Host after the shared arguments: no launch stream (stream= must be
+// None), host views only, outputs from the backend (NumPy arrays over its
+// buffers: ml_dtypes must be there for bfloat16 before the kernel runs).
+void convert_host_arrays(const CallInputs& in, bool have_provided, std::size_t n_provided, KernelCall& args,
+                         ConvertedCall& out) {
+  if (!in.call.stream.is_none())
+    throw ArgumentError("stream", "Metal kernels run on jitkernel's own Metal command queue; expected None, got " +
+                                      type_text(in.call.stream));
+  args.launch.stream = 0;
+  args.launch.stream_keepalive.reset();
+  int no_device = 0;
+  convert_inputs<Memory::Host>(in, args, out, &no_device);
+  if (have_provided) {
+    convert_host_outputs(in, n_provided, args, out);
+    return;
   }
-  if (args.output_dtypes.empty())
-    for (const auto& v : args.provided_outputs) args.output_dtypes.push_back(v.dtype);
+  args.provided_outputs.clear();
+  for (DType d : args.output_dtypes)
+    if (d == DType::BFloat16) {
+      bfloat16_numpy_dtype();
+      break;
+    }
 }
 
 }  // namespace
@@ -220,7 +273,7 @@ void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   const bool have_provided = in.call.outputs.is_valid() && !in.call.outputs.is_none();
   std::size_t n_provided = 0;
   if (have_provided) {
-    n_provided = sequence_arg(in.call.outputs, "outputs", "a list of device arrays, one per output");
+    n_provided = sequence_arg(in.call.outputs, "outputs", "a list of arrays, one per output");
     out.provided_outputs = in.call.outputs;
   }
   const std::size_t n_outputs = convert_output_layout(in, have_provided, n_provided, args);
@@ -231,10 +284,14 @@ void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
   args.launch.grid = dim3_arg(in.call.grid, "grid");
   args.launch.threadgroup = dim3_arg(in.call.threadgroup, "threadgroup");
   args.init_value = init_value_arg(in.call.init_value);
+  if (in.memory == Memory::Host) {
+    convert_host_arrays(in, have_provided, n_provided, args, out);
+    return;
+  }
   const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.call.stream);
 
   int framework_device = 0;
-  out.framework = convert_inputs(in, args, out, &framework_device);
+  out.framework = convert_inputs<Memory::Device>(in, args, out, &framework_device);
   choose_stream(in, explicit_stream, framework_device, args, out);
   const bool direct_read =
       out.stream_is_framework_current && framework_row(out.framework).direct_on_current_stream;

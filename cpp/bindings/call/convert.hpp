@@ -1,10 +1,11 @@
-// Argument conversion shared by every kernel factory binding (cuda_kernel in
-// cuda_kernel.cpp, precompiled_cuda_kernel in precompiled_kernel.cpp): Python inputs,
-// outputs=, stream, output shapes/dtypes, grid/threadgroup and init_value ->
-// jk::KernelCall, and the launch's results back to Python in the
-// inputs' framework. Factories call convert_call(), launch, then
-// wrap_outputs(); `scalars=`-style arguments use scalar_value(). Do not
-// re-implement any of this in another binding file.
+// Argument conversion shared by every kernel factory binding (cuda_kernel and
+// metal_kernel in objects/kernel_object.cpp, precompiled_cuda_kernel
+// in precompiled_kernel.cpp): Python inputs, outputs=, stream, output
+// shapes/dtypes, grid/threadgroup and init_value -> jk::KernelCall, and the
+// launch's results back to Python. Factories call convert_call(), launch,
+// then wrap_outputs() (device memory) or wrap_host_outputs() (host memory);
+// `scalars=`-style arguments use scalar_value(). Do not re-implement any of
+// this in another binding file.
 //
 // Rules (all in C++: no Python helper of jitkernel runs on a call):
 // - inputs: device arrays via DLPack (`__dlpack__(stream=<launch stream>)`,
@@ -23,6 +24,10 @@
 //   handed to the core as provided outputs; else (JAX, jk.Array, NumPy,
 //   other inputs) from jitkernel's pool, returned in the inputs' framework
 //   (zero-copy through DLPack), jk.Array without one.
+// - Host memory (Metal, whose GPU reads CPU memory): inputs and outputs= are
+//   arrays in CPU memory viewed in place (device arrays refused), stream=
+//   must be None, outputs come back as NumPy arrays over the backend's
+//   buffers.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +57,14 @@ struct Borrowed {
 // A call's arguments (CallArgs: borrowed handles, null or None where not
 // given; template, verbose and the launch options are the caller's) and how
 // the factory reads them.
+// Where a backend reads its arrays: CUDA device memory (imported on the
+// launch stream, outputs from the inputs' framework) or host memory (Metal's
+// unified memory: views of CPU arrays, no stream, NumPy outputs).
+enum class Memory : std::uint8_t { Device, Host };
+
 struct CallInputs {
   const CallArgs& call;
+  Memory memory = Memory::Device;
   // Names for messages and count checks (cuda_kernel); null: any count, and
   // output_shapes / output_dtypes must have equal lengths (precompiled).
   const std::vector<std::string>* input_names = nullptr;
@@ -123,16 +134,11 @@ struct ConvertedCall {
 // DLPack exports and ordering jk.Array inputs after their producing stream.
 void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out);
 
-// The results of a launch as the call's return value (a list).
+// The results of a launch as the call's return value (a list): Memory::Device
+// calls in the inputs' framework, Memory::Host calls as NumPy arrays over the
+// backend's buffers (each array owns its buffer), or the caller's outputs=.
 nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call);
-
-// An array in CPU memory (NumPy / ml_dtypes arrays, host DLPack arrays such
-// as PyTorch CPU tensors) as a host view, for backends that read host memory
-// directly (Metal's unified memory). ArgumentTypeError naming `argument` for
-// device arrays and non-arrays. `borrowed` keeps what the view reads alive;
-// `read_only` is set for arrays whose flags.writeable is False (NumPy).
-ArrayView host_array_view(nb::handle item, const char* argument, const ItemRef& where,
-                          Borrowed& borrowed, bool* read_only);
+nb::list wrap_host_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& call);
 
 // Signature-only conversion (dtypes, ndims, scalar or not) for source() /
 // compile(): no CUDA, no data access, no DLPack export of device arrays.

@@ -101,6 +101,10 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
 // Imports a pending device array for a launch on `stream`; returns whether it is read-only.
 bool import_pending(const PendingArray& p, std::uintptr_t stream, bool direct_read,
                     Borrowed& borrowed, const char* argument, const ItemRef& where, ArrayView& out);
+// Memory::Host calls: the ArgumentTypeError for a device array, and whether a
+// host array is read-only (flags.writeable False, as NumPy says).
+[[noreturn]] void refuse_device_array(nb::handle item, const char* argument, const ItemRef& where);
+bool host_read_only(nb::handle item);
 
 // ---------------------------------------------------------------------------
 // __cuda_array_interface__ (cuda_array_interface.cpp).
@@ -133,6 +137,13 @@ const FrameworkRow* stream_framework(const std::string& root);
 std::uintptr_t framework_current_stream(Framework fw, int device, nb::object* owner);
 // The exchange API of the first pending array of `fw`, when it came through it.
 const dlpack::ExchangeAPI* first_exchange_api(const std::vector<PendingArray>& pending, Framework fw);
+
+// ---------------------------------------------------------------------------
+// Array export (array_export.cpp).
+
+// ml_dtypes.bfloat16, the dtype of bfloat16 NumPy outputs (ArgumentError
+// naming output_dtypes when ml_dtypes is not installed).
+nb::object bfloat16_numpy_dtype();
 
 // ---------------------------------------------------------------------------
 // Output allocation (output_allocation.cpp).

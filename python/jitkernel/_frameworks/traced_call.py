@@ -1,6 +1,6 @@
 """Kernel calls that a framework records instead of running: the path off the eager one.
 
-A ``CudaKernel`` call runs in C++ (cpp/bindings/objects/cuda_kernel.cpp) unless an array is being traced -- a torch.Tensor
+A ``CudaKernel`` call runs in C++ (cpp/bindings/objects/kernel_object.cpp) unless an array is being traced -- a torch.Tensor
 subclass such as FakeTensor or FunctionalTensor (``torch.compile``, ``torch.export``, ``make_fx``), a JAX tracer
 (``jax.jit``, ``jax.grad``, ``vmap``) -- or the kernel has a backward (``kernel.vjp``) and torch autograd must record
 the call. Then the C++ call slot hands the call to ``_call_traced``, which comes here (``call``, registered by
@@ -74,10 +74,10 @@ def dynamo_call(self, *args, **kwargs):
         full.update(kwargs)
         reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
         return torch_ops.call(self, **full)
-    return _core.CudaKernelBase.__call__(self, *args, **kwargs)
+    return _core.KernelBase.__call__(self, *args, **kwargs)
 
 
 def expose_to_dynamo(cls) -> None:
     """Puts ``dynamo_call`` in ``cls.__dict__`` as ``__call__`` without changing the C call slot that CPython
-    uses (cpp/bindings/objects/cuda_kernel.cpp, ``_expose_python_call``)."""
+    uses (cpp/bindings/objects/kernel_object.cpp, ``_expose_python_call``)."""
     _core._expose_python_call(cls, dynamo_call)

@@ -1,6 +1,6 @@
 """``jitkernel.cuda_kernel``: the MLX-compatible factory and kernel object, and ``jitkernel.compile_cuda``.
 
-The kernel object subclasses ``_core.CudaKernelBase`` (cpp/bindings/objects/cuda_kernel.cpp), which converts the arguments,
+The kernel object subclasses ``_core.KernelBase`` (cpp/bindings/objects/kernel_object.cpp), which converts the arguments,
 generates, compiles (once per signature and device), launches and wraps the outputs. Calling a kernel whose
 input and output names are known, with lists, is one C function (the base type's call slot): no Python code of
 this module runs per call, in the list form or the dict form (``inputs``, ``output_shapes``, ``output_dtypes``,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _INT32_MAX = 2**31 - 1
 
 
-class CudaKernel(KernelFront, _core.CudaKernelBase):
+class CudaKernel(KernelFront, _core.KernelBase):
     """A CUDA kernel whose body is ``source`` (made by ``cuda_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
@@ -92,7 +92,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         # With both name lists known the C++ kernel is made (and the names validated) right away, and list-form
         # and dict-form calls go straight to it; without them each call's dicts name the arguments (_call_general).
         named = input_names is not None and output_names is not None
-        super().__init__(name, list(input_names) if named else None, list(output_names) if named else None,
+        super().__init__("cuda", name, list(input_names) if named else None, list(output_names) if named else None,
                          source, header, ensure_row_contiguous, shared_memory, compile_options)
         self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
         self.shared_memory = shared_memory
@@ -124,7 +124,7 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
 
     def _call_general(self, *call):
         """The Python path of a call (kernels made without names, traced calls); while ``jk.precompile`` runs,
-        every call comes here (cpp/bindings/objects/cuda_kernel.cpp) and compiles instead of launching."""
+        every call comes here (cpp/bindings/objects/kernel_object.cpp) and compiles instead of launching."""
         session = call_routes.precompile_session
         if session is not None:
             return session.call(self, *call)
@@ -136,9 +136,8 @@ class CudaKernel(KernelFront, _core.CudaKernelBase):
         return self if self.input_names is not None and self.output_names is not None else None
 
     def _new_engine(self, input_names: tuple, output_names: tuple):
-        return _core.CudaKernelBase(self.name, list(input_names), list(output_names), self.source_text,
-                                    self.header, self.ensure_row_contiguous, self.shared_memory,
-                                    self.compile_options)
+        return _core.KernelBase("cuda", self.name, list(input_names), list(output_names), self.source_text,
+                                self.header, self.ensure_row_contiguous, self.shared_memory, self.compile_options)
 
     if TYPE_CHECKING:  # the queries' keywords for type checkers (the run-time versions below name bad calls)
         def source(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,

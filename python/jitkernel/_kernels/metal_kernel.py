@@ -1,8 +1,9 @@
 """``jitkernel.metal_kernel`` (MLX's ``mx.fast.metal_kernel``) and the older ``jitkernel.MetalKernel`` form.
 
-The kernel object is a keyword-only front over ``_core.MetalKernel`` (cpp/bindings/objects/metal_kernel.cpp), which checks the
-arguments, generates the Metal source (byte-identical with MLX 0.32.4's, see docs/metal_codegen_differences.md)
-and hands the call to the Metal runtime. The source can be generated on any OS (``kernel.source(...)``); calling a
+The kernel object subclasses ``_core.KernelBase`` (cpp/bindings/objects/kernel_object.cpp), the type of CUDA kernels
+too: a call is one C function (the type's call slot) that checks the arguments through the same conversion as a
+CUDA call's (host-memory policy), generates the Metal source (byte-identical with MLX 0.32.4's, see
+docs/metal_codegen_differences.md) and hands the call to the Metal runtime. The source can be generated on any OS (``kernel.source(...)``); calling a
 kernel needs macOS on Apple silicon and raises ``MetalNotAvailableError`` elsewhere, after the arguments have been
 checked (so argument errors show up on every OS).
 
@@ -48,7 +49,7 @@ def _math_mode(compile_options) -> str:
     return mode
 
 
-class MetalKernelFunction(KernelFront):
+class MetalKernelFunction(KernelFront, _core.KernelBase):
     """A Metal kernel whose body is ``source`` (made by ``metal_kernel``); call it with keyword arguments only::
 
         kernel(*, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
@@ -58,36 +59,47 @@ class MetalKernelFunction(KernelFront):
     ``output_shapes``, ``output_dtypes`` and ``outputs`` are dicts keyed by name). ``grid`` counts threads
     (Metal's dispatchThreads) and ``threadgroup`` is the threads per threadgroup; ``template``, ``init_value`` and
     ``outputs`` work as in ``cuda_kernel``; ``verbose=True`` prints the generated source as MLX does; ``stream``
-    must be None (Metal kernels run on jitkernel's own command queue). Calling needs macOS on Apple silicon
+    must be None (Metal kernels run on jitkernel's own command queue), and ``cooperative`` / ``cluster`` (CUDA
+    launch options) are refused. Wrong keywords, types or values raise ``jk.ArgumentTypeError`` /
+    ``jk.ArgumentError`` naming the argument, worded as for ``cuda_kernel``. Calling needs macOS on Apple silicon
     (``jk.MetalNotAvailableError`` elsewhere, after the arguments are checked); ``kernel.source(...)``,
     ``kernel.kernel_name(...)`` and ``kernel.buffers(...)`` work on any OS.
     """
 
     __slots__ = ("name", "input_names", "output_names", "source_text", "header", "ensure_row_contiguous",
-                 "atomic_outputs", "math_mode", "_impl", "_impls")
+                 "atomic_outputs", "math_mode", "_impls")
 
     _factory = "metal_kernel"
 
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs,
                  math_mode):
+        # With both name lists known the C++ kernel is made (and the names checked) right away, and calls go
+        # straight to it; without them each call's dicts name the arguments (_call_general).
+        named = input_names is not None and output_names is not None
+        super().__init__("metal", name, list(input_names) if named else None, list(output_names) if named else None,
+                         source, header, ensure_row_contiguous, atomic_outputs=atomic_outputs, math_mode=math_mode)
         self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
         self.atomic_outputs = atomic_outputs
         self.math_mode = math_mode
-        # With both name lists known the C++ kernel is made (and the names checked) right away.
-        self._impl = self._new_engine(input_names, output_names) if input_names is not None and \
-            output_names is not None else None
 
     def __reduce__(self):
         """Pickles as the factory's arguments: unpickling makes the kernel again."""
         return (type(self), (self.name, self.input_names, self.output_names, self.source_text, self.header,
                              self.ensure_row_contiguous, self.atomic_outputs, self.math_mode))
 
-    def _new_engine(self, input_names: tuple, output_names: tuple):
-        return _core.MetalKernel(self.name, list(input_names), list(output_names), self.source_text, self.header,
-                                 self.ensure_row_contiguous, self.atomic_outputs, self.math_mode)
+    @property
+    def _impl(self):
+        """The kernel itself (its own C++ kernel) when it was made with both name lists, else None."""
+        return self if self.input_names is not None and self.output_names is not None else None
 
-    if TYPE_CHECKING:  # the call's and the queries' keywords for type checkers (the run-time versions below
-        # name bad calls); ``stream`` must be None: Metal kernels run on jitkernel's own command queue
+    def _new_engine(self, input_names: tuple, output_names: tuple):
+        return _core.KernelBase("metal", self.name, list(input_names), list(output_names), self.source_text,
+                                self.header, self.ensure_row_contiguous, atomic_outputs=self.atomic_outputs,
+                                math_mode=self.math_mode)
+
+    if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call/call_slot.cpp) and the queries' run-time
+        # versions below name bad calls: their keywords for type checkers; ``stream`` must be None (Metal kernels
+        # run on jitkernel's own command queue)
         @overload
         def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
                      output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
@@ -112,20 +124,6 @@ class MetalKernelFunction(KernelFront):
         def buffers(self, *, inputs: AnyInputs, output_dtypes: AnyDTypes, template: Template = None,
                     **launch: Unpack[LaunchOnly]) -> list[tuple[int, str, int, str, str]]: ...
     else:
-        def __call__(self, *args, inputs=REQUIRED, output_shapes=None, output_dtypes=None, grid=REQUIRED,
-                     threadgroup=REQUIRED, template=None, init_value=None, verbose=False, stream=None, outputs=None,
-                     **unknown):
-            """Runs the kernel (keyword arguments only, see the class); returns the outputs, a list or a dict."""
-            if args or unknown or inputs is REQUIRED or grid is REQUIRED or threadgroup is REQUIRED:
-                bad_call("MetalKernelFunction.__call__", args, unknown,
-                         dict(inputs=inputs, grid=grid, threadgroup=threadgroup))
-            impl = self._impl
-            if impl is not None:  # names known: the C++ call checks everything (either form)
-                return impl._call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream,
-                                  outputs, verbose)
-            return self._call_general(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value,
-                                      stream, outputs, verbose)
-
         def source(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, with_utils=False,
                    **unknown) -> str:
             """The Metal source a call with these arguments generates: MLX's text, what ``verbose=True`` prints
@@ -145,7 +143,7 @@ class MetalKernelFunction(KernelFront):
                 bad_call("MetalKernelFunction.kernel_name", args, unknown,
                          dict(inputs=inputs, output_dtypes=output_dtypes))
             impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
-            return impl._kernel_name(inputs, output_dtypes, template)
+            return impl._entry_name(inputs, output_dtypes, template)
 
         def buffers(self, *args, inputs=REQUIRED, output_dtypes=REQUIRED, template=None, **unknown) -> list:
             """The generated kernel's buffers in [[buffer(n)]] order: (n, what, index, address space, how passed),
