@@ -123,13 +123,8 @@ PyObject* run_call(PyObject* self, Read&& read) {
     if (result.is_valid()) return result.release().ptr();
   } catch (const TracedArgument&) {
     python_path = c.traced_name;  // traced arrays, or autograd: the framework records the call
-  } catch (nb::python_error& e) {
-    e.restore();
-    return nullptr;
   } catch (...) {
-    t_pending_exception = std::current_exception();
-    Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
-    return nullptr;
+    return translate_current_exception();
   }
   // values[0] is self (the slot vectorcall may use), then the keywords in order.
   PyObject* values[1 + kNumCallKeywords] = {self};
@@ -171,10 +166,29 @@ PyObject* call_vectorcall(PyObject* self, PyObject* const* args, std::size_t nar
 
 }  // namespace
 
+PyObject* translate_current_exception() {
+  try {
+    throw;
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    CallSlotCache& c = call_slot_cache();
+    if (c.reraise == nullptr && !init_call_slot_cache(c)) return nullptr;
+    t_pending_exception = std::current_exception();
+    Py_XDECREF(PyObject_CallNoArgs(c.reraise));  // sets the translated Python error
+    return nullptr;
+  }
+}
+
 void enable_vectorcall(PyObject* obj, vectorcallfunc* slot) {
-  *slot = call_vectorcall;
+  enable_own_vectorcall(obj, slot, call_vectorcall, call_slot);
+}
+
+void enable_own_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallfunc fn, ternaryfunc tp_call) {
+  *slot = fn;
   PyTypeObject* tp = Py_TYPE(obj);
-  if ((tp->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL) || tp->tp_call != call_slot) return;
+  if ((tp->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL) || tp->tp_call != tp_call) return;
   const auto offset = reinterpret_cast<char*>(slot) - reinterpret_cast<char*>(obj);
   if (offset <= 0 || offset + static_cast<Py_ssize_t>(sizeof(vectorcallfunc)) > tp->tp_basicsize) return;
   tp->tp_vectorcall_offset = offset;

@@ -29,5 +29,13 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs);
 // so the offset is the same for every instance of a type; a type whose call
 // slot is not call_slot (a subclass defining its own __call__) is left alone.
 void enable_vectorcall(PyObject* obj, vectorcallfunc* slot);
+// The same for another type's own call (`fn`, with `tp_call` its type's
+// tp_call slot): the bound call (objects/bound_call.cpp).
+void enable_own_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallfunc fn, ternaryfunc tp_call);
+
+// Inside a catch block of a C slot: sets the Python error for the exception
+// being handled (nanobind's translation: jk.ArgumentError etc.) and returns
+// nullptr for the slot to return.
+PyObject* translate_current_exception();
 
 }  // namespace jk::py

@@ -55,44 +55,6 @@ namespace {
 
 PyTypeObject* g_kernel_type = nullptr;
 
-// The argument storage of one call, reused by the next call on the same
-// thread (ConvertedCall): steady-state calls allocate nothing for their
-// arguments. A call made while another is converting on the same thread (a
-// Python callback calling a kernel) gets storage of its own.
-struct CallScratch {
-  KernelCall kc;
-  ConvertedCall conv;
-  bool busy = false;
-};
-
-class ScratchLease {
- public:
-  ScratchLease() {
-    thread_local CallScratch shared;
-    if (!shared.busy) {
-      scratch_ = &shared;
-    } else {
-      own_ = std::make_unique<CallScratch>();
-      scratch_ = own_.get();
-    }
-    scratch_->busy = true;
-  }
-  // Drops the call's references to Python objects and streams (after the launch).
-  ~ScratchLease() {
-    scratch_->conv.release();
-    scratch_->kc.launch.stream_keepalive.reset();
-    scratch_->kc.template_args.clear();
-    scratch_->busy = false;
-  }
-  ScratchLease(const ScratchLease&) = delete;
-  ScratchLease& operator=(const ScratchLease&) = delete;
-  CallScratch& operator*() { return *scratch_; }
-
- private:
-  CallScratch* scratch_ = nullptr;
-  std::unique_ptr<CallScratch> own_;
-};
-
 const char* factory_name(const PyKernel& self) {
   return self.kind == KernelKind::Cuda ? "cuda_kernel" : "metal_kernel";
 }
@@ -107,6 +69,15 @@ void convert(const PyKernel& self, const CallArgs& args, KernelCall& call, Conve
   in.widen_int_scalars = true;
   convert_call(in, call, conv);
 }
+
+}  // namespace
+
+void convert_cuda_call(const PyKernel& self, const CallArgs& args, KernelCall& call, ConvertedCall& conv) {
+  convert<KernelKind::Cuda>(self, args, call, conv);
+  launch_options_into(args.cooperative, args.cluster, call.launch);
+}
+
+namespace {
 
 // cooperative= / cluster= are CUDA launch options: a Metal call takes None
 // only, and clears what a CUDA call left in the reused `launch`.
@@ -134,8 +105,7 @@ nb::object call_as(PyKernel& self, const CallArgs& args) {
   KernelCall& kc = (*lease).kc;
   ConvertedCall& conv = (*lease).conv;
   if constexpr (K == KernelKind::Cuda) {
-    convert<K>(self, args, kc, conv);
-    launch_options_into(args.cooperative, args.cluster, kc.launch);
+    convert_cuda_call(self, args, kc, conv);
   } else {
     metal_launch_options(args, kc.launch);
     try {
@@ -284,6 +254,7 @@ void bind(nb::module_& m) {
   def_positional_call<&call, PyKernel>(cls);
   bind_cuda_methods(cls);
   bind_metal_methods(cls);
+  bind_bound_call(m, cls);
   g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
 
   m.def("_expose_python_call", &expose_python_call, "cls"_a, "fn"_a,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,48 @@ const Kernel& cuda_kernel_of(const PyKernel& self, const char* method);
 CallSignature signature(const PyKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl);
 GeneratedKernel generate(const PyKernel& self, nb::handle inputs, nb::handle output_dtypes, nb::handle tmpl);
 
+// The argument storage of one call, reused by the next call on the same
+// thread (ConvertedCall): steady-state calls allocate nothing for their
+// arguments. A call made while another is converting on the same thread (a
+// Python callback calling a kernel) gets storage of its own.
+struct CallScratch {
+  KernelCall kc;
+  ConvertedCall conv;
+  bool busy = false;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local CallScratch shared;
+    if (!shared.busy) {
+      scratch_ = &shared;
+    } else {
+      own_ = std::make_unique<CallScratch>();
+      scratch_ = own_.get();
+    }
+    scratch_->busy = true;
+  }
+  // Drops the call's references to Python objects and streams (after the launch).
+  ~ScratchLease() {
+    scratch_->conv.release();
+    scratch_->kc.launch.stream_keepalive.reset();
+    scratch_->kc.template_args.clear();
+    scratch_->busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  CallScratch& operator*() { return *scratch_; }
+
+ private:
+  CallScratch* scratch_ = nullptr;
+  std::unique_ptr<CallScratch> own_;
+};
+
+// A CUDA list-form call's arguments converted into `call` / `conv` (no
+// launch): the eager call and the bound call (bound_call.cpp) share it.
+void convert_cuda_call(const PyKernel& self, const CallArgs& args, KernelCall& call, ConvertedCall& conv);
+
 // Metal's half of the type (metal_kernel.cpp): the spec's Metal fields from
 // the factory, verbose=True's text, and its methods.
 MetalMathMode math_mode_arg(const std::string& mode);
@@ -55,5 +98,7 @@ void print_metal_source(const KernelSpec& spec, const GeneratedKernel& kernel);
 void bind_metal_methods(nb::class_<PyKernel>& cls);
 // CUDA's half (cuda_kernel.cpp).
 void bind_cuda_methods(nb::class_<PyKernel>& cls);
+// kernel.bind() and its `_core.BoundCall` type (bound_call.cpp).
+void bind_bound_call(nb::module_& m, nb::class_<PyKernel>& cls);
 
 }  // namespace jk::py
