@@ -267,29 +267,13 @@ void convert_host_arrays(const CallInputs& in, bool have_provided, std::size_t n
 
 }  // namespace
 
-void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
-  out.release();
-  // outputs= (imported once the stream is known).
-  const bool have_provided = in.call.outputs.is_valid() && !in.call.outputs.is_none();
-  std::size_t n_provided = 0;
-  if (have_provided) {
-    n_provided = sequence_arg(in.call.outputs, "outputs", "a list of arrays, one per output");
-    out.provided_outputs = in.call.outputs;
-  }
-  const std::size_t n_outputs = convert_output_layout(in, have_provided, n_provided, args);
-  if (have_provided && n_provided != n_outputs)
-    throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
-                                       " (one per output), got " + std::to_string(n_provided));
+namespace {
 
-  args.launch.grid = dim3_arg(in.call.grid, "grid");
-  args.launch.threadgroup = dim3_arg(in.call.threadgroup, "threadgroup");
-  args.init_value = init_value_arg(in.call.init_value);
-  if (in.memory == Memory::Host) {
-    convert_host_arrays(in, have_provided, n_provided, args, out);
-    return;
-  }
+// Inputs, launch stream, outputs= or the framework's outputs (Memory::Device),
+// once the small values are in `args`.
+void convert_device_arrays(const CallInputs& in, bool have_provided, std::size_t n_provided, KernelCall& args,
+                           ConvertedCall& out) {
   const std::optional<std::uintptr_t> explicit_stream = stream_arg(in.call.stream);
-
   int framework_device = 0;
   out.framework = convert_inputs<Memory::Device>(in, args, out, &framework_device);
   choose_stream(in, explicit_stream, framework_device, args, out);
@@ -304,6 +288,46 @@ void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
     convert_provided_outputs(in, n_provided, direct_read, args, out);
   else
     allocate_framework_outputs(in.call.stream, framework_device, args, out);
+}
+
+// outputs=: whether given, and how many (`out` keeps the sequence).
+std::size_t provided_count(const CallInputs& in, ConvertedCall& out, bool* have_provided) {
+  *have_provided = in.call.outputs.is_valid() && !in.call.outputs.is_none();
+  if (!*have_provided) return 0;
+  out.provided_outputs = in.call.outputs;
+  return sequence_arg(in.call.outputs, "outputs", "a list of arrays, one per output");
+}
+
+}  // namespace
+
+void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
+  out.release();
+  // outputs= (imported once the stream is known).
+  bool have_provided = false;
+  const std::size_t n_provided = provided_count(in, out, &have_provided);
+  const std::size_t n_outputs = convert_output_layout(in, have_provided, n_provided, args);
+  if (have_provided && n_provided != n_outputs)
+    throw ArgumentError("outputs", "expected " + count_noun(n_outputs, "array") +
+                                       " (one per output), got " + std::to_string(n_provided));
+
+  args.launch.grid = dim3_arg(in.call.grid, "grid");
+  args.launch.threadgroup = dim3_arg(in.call.threadgroup, "threadgroup");
+  args.init_value = init_value_arg(in.call.init_value);
+  if (in.memory == Memory::Host) {
+    convert_host_arrays(in, have_provided, n_provided, args, out);
+    return;
+  }
+  convert_device_arrays(in, have_provided, n_provided, args, out);
+}
+
+void convert_call_arrays(const CallInputs& in, KernelCall& args, ConvertedCall& out) {
+  out.release();
+  bool have_provided = false;
+  const std::size_t n_provided = provided_count(in, out, &have_provided);
+  if (have_provided && n_provided != args.output_dtypes.size())
+    throw ArgumentError("outputs", "expected " + count_noun(args.output_dtypes.size(), "array") +
+                                       " (one per output), got " + std::to_string(n_provided));
+  convert_device_arrays(in, have_provided, n_provided, args, out);
 }
 
 }  // namespace jk::py

@@ -133,6 +133,13 @@ struct ConvertedCall {
 // work; the CUDA work it does do is the framework's stream lookup, producers'
 // DLPack exports and ordering jk.Array inputs after their producing stream.
 void convert_call(const CallInputs& in, KernelCall& args, ConvertedCall& out);
+// convert_call's second half (Memory::Device), for a call whose small values
+// (output shapes and dtypes, grid, threadgroup, init_value, template) are
+// already in `args` (a bound call: objects/bound_call.cpp): the inputs, the
+// launch stream, outputs= (as many as args.output_dtypes) or the framework's
+// outputs. in.call's output_shapes / output_dtypes / grid / threadgroup /
+// init_value are not read.
+void convert_call_arrays(const CallInputs& in, KernelCall& args, ConvertedCall& out);
 
 // The results of a launch as the call's return value (a list): Memory::Device
 // calls in the inputs' framework, Memory::Host calls as NumPy arrays over the

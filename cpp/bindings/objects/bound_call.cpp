@@ -33,8 +33,10 @@ struct BoundArray {
 
 struct PyBoundCall {
   nb::object kernel;  // the KernelBase instance
-  // The call's static keywords as given to bind() (small values, no arrays).
-  nb::object output_shapes, output_dtypes, grid, threadgroup, tmpl, init_value, stream, cooperative, cluster;
+  // The call's static part, converted at bind time: output shapes and dtypes,
+  // template arguments, init_value, grid, threadgroup and launch options.
+  KernelCall fixed;
+  nb::object stream;  // stream= as given (None: the inputs' framework's current stream on each call)
   std::vector<BoundArray> inputs, outputs;  // outputs: empty unless bound with outputs=
   vectorcallfunc vectorcall = nullptr;
 };
@@ -89,9 +91,17 @@ void check_input(const BoundArray& b, nb::handle item, const KernelInput& conver
              std::string("a scalar of dtype ") + dtype_name(b.dtype));
 }
 
-CallArgs call_args(const PyBoundCall& b, nb::handle inputs, nb::handle outputs) {
-  return CallArgs{inputs,  b.output_shapes, b.output_dtypes, b.grid,     b.threadgroup, b.tmpl,
-                  b.init_value, b.stream,   outputs,         Py_False,   b.cooperative, b.cluster};
+// The bound static part into a call's (reused) KernelCall: vector
+// assignments keep the scratch's capacity.
+void fixed_into(const KernelCall& fixed, KernelCall& kc) {
+  kc.output_shapes = fixed.output_shapes;
+  kc.output_dtypes = fixed.output_dtypes;
+  kc.template_args = fixed.template_args;
+  kc.init_value = fixed.init_value;
+  kc.launch.grid = fixed.launch.grid;
+  kc.launch.threadgroup = fixed.launch.threadgroup;
+  kc.launch.cooperative = fixed.launch.cooperative;
+  kc.launch.cluster = fixed.launch.cluster;
 }
 
 // Arrays a framework traces, and calls torch autograd must record, take the
@@ -123,11 +133,19 @@ nb::object run(const PyBoundCall& b, nb::handle inputs, nb::handle outputs) {
   ScratchLease lease;
   KernelCall& kc = (*lease).kc;
   ConvertedCall& conv = (*lease).conv;
-  convert_cuda_call(self, call_args(b, inputs, with_outputs ? outputs : nb::none()), kc, conv);
+  fixed_into(b.fixed, kc);
+  const nb::handle none = nb::none();
+  const CallArgs args{inputs, none, none, none, none, none, none, b.stream, with_outputs ? outputs : none,
+                      Py_False, none, none};
+  CallInputs in{args, Memory::Device};
+  in.input_names = &self.input_names;
+  in.output_names = &self.output_names;
+  in.widen_int_scalars = true;
+  convert_call_arrays(in, kc, conv);
   for (std::size_t i = 0; i < n; ++i)
     check_input(b.inputs[i], PyTuple_GET_ITEM(inputs.ptr(), i), kc.inputs[i], ItemRef{"input", i, &self.input_names});
   if (with_outputs) {
-    // A protocol method run by the conversion may have changed the list.
+    // convert_call_arrays checked the count; a protocol method it ran may have changed the list since.
     if (static_cast<std::size_t>(PySequence_Fast_GET_SIZE(outputs.ptr())) != b.outputs.size())
       raise_sequence_changed("outputs");
     for (std::size_t j = 0; j < b.outputs.size(); ++j)
@@ -155,7 +173,6 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
       }
       outputs = args[positional + i];
     }
-    if (outputs.is_valid() && !outputs.is_none()) sequence_arg(outputs, "outputs", "a list of arrays, one per output");
     nb::object inputs = nb::steal(PyTuple_New(positional));
     if (!inputs.is_valid()) return nullptr;
     for (Py_ssize_t i = 0; i < positional; ++i) {
@@ -196,6 +213,7 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
     if (!kc.shared_memory_given) launch.shared_memory = kernel.spec().shared_memory;
     const int device = validate_call(kernel.backend(), kc, launch, kernel.spec().ensure_row_contiguous);
     kernel.load(kc, device);
+    fixed_into(kc, b.fixed);
     for_each_item(args.inputs, "inputs",
                   [&](std::size_t i, nb::handle item) { b.inputs.push_back(describe(item, kc.inputs[i])); });
     if (!args.outputs.is_none())
@@ -204,15 +222,7 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
       });
     // The lease ends here: the example arrays are released.
   }
-  b.output_shapes = nb::borrow(args.output_shapes);
-  b.output_dtypes = nb::borrow(args.output_dtypes);
-  b.grid = nb::borrow(args.grid);
-  b.threadgroup = nb::borrow(args.threadgroup);
-  b.tmpl = nb::borrow(args.tmpl);
-  b.init_value = nb::borrow(args.init_value);
   b.stream = nb::borrow(args.stream);
-  b.cooperative = nb::borrow(args.cooperative);
-  b.cluster = nb::borrow(args.cluster);
   nb::object obj = nb::cast(std::move(b));
   PyBoundCall* made = nb::inst_ptr<PyBoundCall>(obj);
   enable_own_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
