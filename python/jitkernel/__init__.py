@@ -54,7 +54,7 @@ from ._dtypes import (
 )
 from ._arrays import Array
 from ._kernels import call_routes as _call_routes
-from ._kernels.cuda_kernel import CudaKernel, compile_cuda, cuda_kernel
+from ._kernels.cuda_kernel import BoundCall, CudaKernel, compile_cuda, cuda_kernel
 from ._kernels.metal_kernel import MetalKernel, MetalKernelFunction, metal_kernel
 from ._kernels.precompiled import precompiled_cuda_kernel
 from ._frameworks import jax_call as _jax_call, post_import as _post_import, torch_ops as _torch_ops
@@ -129,7 +129,7 @@ def _install() -> None:
 _install()
 
 __all__ = [
-    "fast", "Array", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
+    "fast", "Array", "BoundCall", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
     "sharded", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 _INT32_MAX = 2**31 - 1
 
+# kernel.bind(...)'s result (cpp/bindings/objects/bound_call.cpp): the call's static part fixed, arrays per call.
+BoundCall = _core.BoundCall
+
 
 class CudaKernel(KernelFront, _core.KernelBase):
     """A CUDA kernel whose body is ``source`` (made by ``cuda_kernel``); call it with keyword arguments only::
@@ -86,6 +89,12 @@ class CudaKernel(KernelFront, _core.KernelBase):
                      cluster: Dim3 | None = None) -> dict[str, Any]: ...
 
         def __call__(self, **kwargs: Any) -> Any: ...
+
+        def bind(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
+                 output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
+                 template: Template = None, init_value: float | None = None, stream: Any = None,
+                 outputs: Sequence[Any] | None = None, cooperative: bool | None = None,
+                 cluster: Dim3 | None = None) -> _core.BoundCall: ...
 
     def __init__(self, name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
                  compile_options=None):

@@ -19,6 +19,8 @@ jk.cuda_kernel(name="k", source="", shared_memory="1k")  # mistake
 k.source(inputs=[a], output_dtype=[jk.float32])  # mistake
 k.compile(inputs=[a], output_dtypes=[jk.float32], arch=90)  # mistake
 k.source([a], [jk.float32])  # mistake
+k.bind([a], grid=(4, 1, 1), threadgroup=(4, 1, 1))  # mistake
+k.bind(inputs=[a], grid=(4, 1, 1), threadgroup=(4, 1, 1))(a, output=[a])  # mistake
 m(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroups=(4, 1, 1))  # mistake
 m(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1), stream=1)  # mistake
 m.source(inputs=[a], output_dtypes=[jk.float32], with_utils="yes")  # mistake

@@ -29,6 +29,11 @@ entry: str = k.entry_name(inputs=[a], output_dtypes=[jk.float32], grid=(4, 1, 1)
 cubin: bytes = k.compile(inputs=[a], output_dtypes=["float32"], arch="sm_80", target="ptx")
 asm: str = k.sass(inputs=[a], output_dtypes=[jk.float32], arch="sm_90a")
 attrs: dict[str, Any] = k.attributes(inputs=[a], output_dtypes=[jk.float32], threadgroup=(128, 1, 1), device=0)
+# A bound call: the static part once, the arrays per call.
+bound: jk.BoundCall = k.bind(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1),
+                             threadgroup=(4, 1, 1))
+bound_outs: list[Any] = bound(a)
+bound_given = k.bind(inputs=(a,), outputs=[outs[0]], grid=(4, 1, 1), threadgroup=(4, 1, 1))(a, outputs=[outs[0]])
 ptx: bytes = jk.compile_cuda("extern \"C\" __global__ void f() {}", arch="sm_90a", target="ptx")
 
 
