@@ -13,7 +13,9 @@ import time
 HEAD_TO_HEAD = ("raw driver (ctypes cuLaunchKernelEx), outputs given", "cuda.core launch, outputs given",
                 "jitkernel, jk.Array, outputs given", "jitkernel, torch, outputs given",
                 "jitkernel, jk.Array, output allocated", "jitkernel, torch, output allocated",
-                "torch.exp, out= given", "torch.exp, output allocated", "cupy RawKernel, outputs given")
+                "torch.exp, out= given", "torch.exp, output allocated", "cupy RawKernel, outputs given",
+                "jitkernel, jk.Array, bound, outputs given", "jitkernel, torch, bound, outputs given",
+                "jitkernel, jk.Array, bound, output allocated", "jitkernel, torch, bound, output allocated")
 
 # (target, numerator, denominator, limit): issue 14's targets as paired ratios.
 PAIRED_TARGETS = (
@@ -26,6 +28,12 @@ PAIRED_TARGETS = (
     ("torch: output allocated ≤ torch.exp(x)", "jitkernel, torch, output allocated",
      "torch.exp, output allocated", 1.0),
     ("torch: outputs given ≤ torch.exp(x, out=)", "jitkernel, torch, outputs given", "torch.exp, out= given", 1.0),
+    ("jk.Array: bound call, outputs given ≤ 0.9 × cuda.core launch()", "jitkernel, jk.Array, bound, outputs given",
+     "cuda.core launch, outputs given", 0.9),
+    ("torch: bound call, outputs given ≤ 0.9 × cuda.core launch()", "jitkernel, torch, bound, outputs given",
+     "cuda.core launch, outputs given", 0.9),
+    ("torch: bound call, output allocated ≤ torch.exp(x)", "jitkernel, torch, bound, output allocated",
+     "torch.exp, output allocated", 1.0),
     ("jk.Array: outputs given ≤ 1.1 × same-process ctypes cuLaunchKernelEx", "jitkernel, jk.Array, outputs given",
      "raw driver (ctypes cuLaunchKernelEx), outputs given", 1.1),
 )

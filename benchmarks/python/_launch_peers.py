@@ -196,7 +196,19 @@ def peer_jitkernel(n):
         h = lambda: k(inputs=[x], outputs=[z], **geo)  # CPython builds a dict for **: the slower way to call
         return [variant(f"jitkernel, {label}, output allocated", f, sync, 0, ver),
                 variant(f"jitkernel, {label}, outputs given", g, sync, 0, ver),
-                variant(f"jitkernel, {label}, outputs given, **kwargs", h, sync, 0, ver)]
+                variant(f"jitkernel, {label}, outputs given, **kwargs", h, sync, 0, ver)] + bound(label, x, z, sync)
+
+    def bound(label, x, z, sync):
+        # kernel.bind(...): the static part once, each call passing only the arrays.
+        if not hasattr(k, "bind"):
+            return [Skip("this jitkernel has no kernel.bind", f"jitkernel, {label}, bound")]
+        ba = k.bind(inputs=[x], output_shapes=[(n,)], output_dtypes=[jk.float32], **geo)
+        check(ba(x)[0], exp_of(x), f"jitkernel {label} bound")
+        bg = k.bind(inputs=[x], outputs=[z], **geo)
+        check(bg(x, outputs=[z])[0], exp_of(x), f"jitkernel {label} bound outputs=")
+        zs = [z]
+        return [variant(f"jitkernel, {label}, bound, output allocated", lambda: ba(x), sync, 0, ver),
+                variant(f"jitkernel, {label}, bound, outputs given", lambda: bg(x, outputs=zs), sync, 0, ver)]
 
     def args(label, x, z, sync):
         rows = []

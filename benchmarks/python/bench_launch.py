@@ -7,7 +7,8 @@ stream where the library lets us choose; each variant's output is checked once b
   event_us  the same blocks timed with CUDA events on the launch stream: device-timeline time per call
   rt_us     call + synchronize each time (latency), median over blocks
 jitkernel runs with jk.Array, torch and CuPy arrays in and out, each with the output allocated by the call and
-given (outputs=), and with 1, 4 and 16 array inputs (out = their sum). Floors: the C++ benchmark's floor/* cases
+given (outputs=), each also as a bound call (kernel.bind, then bound(x)), and with 1, 4 and 16 array inputs
+(out = their sum). Floors: the C++ benchmark's floor/* cases
 (the same kernel through the bare driver: launch; stream-ordered alloc + launch + free; launch + synchronize),
 run by this script from --cpp-bench (default: where benchmarks/device_run.sh builds it), median of 5 repetitions. Bandwidth: exp over
 2^28 float32 (jitkernel vs a CuPy RawKernel with the same body) and the ensure_row_contiguous copy of a
