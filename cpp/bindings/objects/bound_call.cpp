@@ -60,6 +60,10 @@ BoundArray describe(nb::handle item, const KernelInput& converted) {
   return b;
 }
 
+std::string device_text(int device) {
+  return device == kHostDevice ? std::string("host memory") : "device " + std::to_string(device);
+}
+
 [[noreturn]] void mismatch(const char* argument, const ItemRef& where, const std::string& got,
                            const std::string& bound) {
   throw ArgumentError(argument, where.prefix() + got + " but the bound call was made for " + bound +
@@ -76,8 +80,7 @@ void check_view(const BoundArray& b, nb::handle item, const ArrayView& v, const 
   if (v.shape != b.shape) mismatch(argument, where, "shape " + shape_text(v.shape), shape_text(b.shape));
   if (v.strides != b.strides)
     mismatch(argument, where, "strides " + shape_text(v.strides), "strides " + shape_text(b.strides));
-  if (v.device != b.device)
-    mismatch(argument, where, "device " + std::to_string(v.device), "device " + std::to_string(b.device));
+  if (v.device != b.device) mismatch(argument, where, device_text(v.device), device_text(b.device));
 }
 
 // An input: a scalar keeps its dtype (its value may change), an array all of check_view.
