@@ -56,9 +56,11 @@ def test_every_change_is_an_error_naming_the_input(mock_driver, tmp_path):
     bound = k.bind(inputs=[2.0, x], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo)
     cases = [
         (lambda: bound(2.0, device(16)), "input 1 ('x'): shape (16,) but the bound call was made for (8,)"),
-        (lambda: bound(2.0, device(8, np.float64)), "input 1 ('x'): dtype float64 but the bound call was made for float32"),
+        (lambda: bound(2.0, device(8, np.float64)),
+         "input 1 ('x'): dtype float64 but the bound call was made for float32"),
         (lambda: bound(2.0, np.arange(8, dtype=np.float32)), "input 1 ('x'): a numpy.ndarray but the bound call"),
-        (lambda: bound(2, x), "input 0 ('a'): a scalar of dtype int32 but the bound call was made for a scalar of dtype float32"),
+        (lambda: bound(2, x),
+         "input 0 ('a'): a scalar of dtype int32 but the bound call was made for a scalar of dtype float32"),
         (lambda: bound(x, x), "input 0 ('a'): an array"),
         (lambda: bound(2.0, 3.0), "input 1 ('x'): a scalar but the bound call was made for an array"),
         (lambda: bound(2.0), "expected 2 inputs"),
@@ -71,11 +73,13 @@ def test_every_change_is_an_error_naming_the_input(mock_driver, tmp_path):
         assert words in message, (words, message)
     h = np.arange(16, dtype=np.float32)
     host = k.bind(inputs=[2.0, h[:8]], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo)
-    assert "input 1 ('x'): strides (2,) but the bound call was made for strides (1,)" in error(lambda: host(2.0, h[::2]))
+    message = error(lambda: host(2.0, h[::2]))
+    assert "input 1 ('x'): strides (2,) but the bound call was made for strides (1,)" in message, message
     y = device(8)
     given = k.bind(inputs=[2.0, x], outputs=[y], **geo)
     assert "bound with outputs=" in error(lambda: given(2.0, x))
-    assert "output 0 ('y'): shape (4,) but the bound call was made for (8,)" in error(lambda: given(2.0, x, outputs=[device(4)]))
+    message = error(lambda: given(2.0, x, outputs=[device(4)]))
+    assert "output 0 ('y'): shape (4,) but the bound call was made for (8,)" in message, message
     assert "expected 1 array" in error(lambda: given(2.0, x, outputs=[y, y]))
     assert "outputs" in error(lambda: given(2.0, x, outputs=y))
     """)
@@ -89,7 +93,8 @@ def test_bind_checks_the_call_once(mock_driver, tmp_path):
                                           grid=(8, 0, 1), threadgroup=(8, 1, 1)))
     assert "list in input_names order" in error(lambda: k.bind(inputs={"a": 2.0, "x": x}, output_shapes=[(8,)],
                                                               output_dtypes=[jk.float32], **geo))
-    assert "expected 2 inputs" in error(lambda: k.bind(inputs=[x], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo))
+    assert "expected 2 inputs" in error(lambda: k.bind(inputs=[x], output_shapes=[(8,)], output_dtypes=[jk.float32],
+                                                       **geo))
     """)
 
 
@@ -149,3 +154,14 @@ def test_metal_kernels_have_no_bound_call():
     m = jk.metal_kernel(name="m", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
     with pytest.raises(jk.ArgumentError, match="bind.. is for CUDA kernels"):
         m.bind(inputs=[1.0], output_shapes=[(1,)], output_dtypes=[jk.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+
+
+def test_no_bound_call_inside_a_precompile_session():
+    k = jk.cuda_kernel(name="c", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+    jk._core._calls_to_python(True)  # what a precompile session sets: its calls compile instead of launching
+    try:
+        with pytest.raises(jk.ArgumentError, match="precompile session"):
+            k.bind(inputs=[1.0], output_shapes=[(1,)], output_dtypes=[jk.float32], grid=(1, 1, 1),
+                   threadgroup=(1, 1, 1))
+    finally:
+        jk._core._calls_to_python(False)

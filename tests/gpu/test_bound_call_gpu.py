@@ -26,6 +26,16 @@ def _data(seed=0):
     return rng.standard_normal(N).astype(np.float32), rng.standard_normal(N).astype(np.float32)
 
 
+def _torch_axpy(seed, **bind):
+    """torch, the host data, its tensors, and AXPY bound on them (outputs allocated unless `bind` says)."""
+    torch = need("torch")
+    xh, yh = _data(seed)
+    x, y = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
+    layout = {} if "outputs" in bind else dict(output_shapes=[(N,)], output_dtypes=[jk.float32])
+    bound = AXPY.bind(inputs=[1.0, x, y], template=[("T", jk.float32)], **layout, **GEO, **bind)
+    return torch, (xh, yh), (x, y), bound
+
+
 @pytest.mark.parametrize("fw", [f for f in FRAMEWORKS if f != "jax"] + ["jk.Array"])
 def test_bound_call_equals_the_kernels_call(fw):
     xh, yh = _data()
@@ -60,10 +70,8 @@ def test_init_value_is_bound():
 
 def test_a_changed_array_is_refused_before_any_launch():
     torch = need("torch")
-    xh, yh = _data(1)
-    x, y = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
     out = torch.full((N,), float("nan"), device="cuda")
-    bound = AXPY.bind(inputs=[1.0, x, y], outputs=[out], template=[("T", jk.float32)], **GEO)
+    torch, _, (x, y), bound = _torch_axpy(1, outputs=[out])
     bigger = torch.zeros(2 * N, device="cuda")
     for bad, words in (([1.0, bigger, y], "input 1 ('x'): shape (8192,)"),
                        ([1.0, x, y.double()], "input 2 ('y'): dtype float64"),
@@ -76,11 +84,7 @@ def test_a_changed_array_is_refused_before_any_launch():
 
 
 def test_bound_call_takes_the_current_stream_at_each_call():
-    torch = need("torch")
-    xh, yh = _data(2)
-    x, y = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
-    bound = AXPY.bind(inputs=[1.0, x, y], output_shapes=[(N,)], output_dtypes=[jk.float32],
-                      template=[("T", jk.float32)], **GEO)
+    torch, (xh, yh), (x, y), bound = _torch_axpy(2)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -89,19 +93,14 @@ def test_bound_call_takes_the_current_stream_at_each_call():
         got = bound(1.0, x, y)[0]
         got_host = got.to("cpu", non_blocking=False)
     np.testing.assert_allclose(got_host.numpy(), xh + yh + 1.0, rtol=1e-6)
-    explicit = AXPY.bind(inputs=[1.0, x, y], output_shapes=[(N,)], output_dtypes=[jk.float32],
-                         template=[("T", jk.float32)], stream=side, **GEO)
+    explicit = _torch_axpy(2, stream=side)[3]
     out = explicit(1.0, x, y)[0]
     side.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), xh + yh + 1.0, rtol=1e-6)
 
 
 def test_bound_call_from_several_threads():
-    torch = need("torch")
-    xh, yh = _data(3)
-    x, y = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
-    bound = AXPY.bind(inputs=[1.0, x, y], output_shapes=[(N,)], output_dtypes=[jk.float32],
-                      template=[("T", jk.float32)], **GEO)
+    torch, (xh, yh), (x, y), bound = _torch_axpy(3)
     failures = []
 
     def work(a):
@@ -124,11 +123,7 @@ def test_bound_call_from_several_threads():
 
 
 def test_torch_compile_never_traces_a_bound_call():
-    torch = need("torch")
-    xh, yh = _data(4)
-    x, y = torch.from_numpy(xh).cuda(), torch.from_numpy(yh).cuda()
-    bound = AXPY.bind(inputs=[1.0, x, y], output_shapes=[(N,)], output_dtypes=[jk.float32],
-                      template=[("T", jk.float32)], **GEO)
+    torch, (xh, yh), (x, y), bound = _torch_axpy(4)
 
     def fn(x, y):
         return bound(2.0, x, y)[0] + 1.0

@@ -110,6 +110,9 @@ void fixed_into(const KernelCall& fixed, KernelCall& kc) {
 // Arrays a framework traces, and calls torch autograd must record, take the
 // kernel's own call: a bound call runs eagerly only.
 void eager_only(const PyKernel& kernel, nb::handle inputs, const char* what) {
+  if (calls_go_to_python())
+    throw ArgumentError("inputs", std::string(what) + " launches: not inside a precompile session, whose calls "
+                                  "compile instead (call the kernel itself there)");
   try {
     reject_traced_inputs(inputs);
   } catch (const TracedArgument& e) {
@@ -252,8 +255,9 @@ void bind_bound_call(nb::module_& m, nb::class_<PyKernel>& cls) {
                                         stream, outputs, Py_False, cooperative, cluster});
       },
       nb::kw_only(), "inputs"_a.none() = nb::none(), "output_shapes"_a.none() = nb::none(),
-      "output_dtypes"_a.none() = nb::none(), "grid"_a.none() = nb::none(), "threadgroup"_a.none() = nb::none(), "template"_a.none() = nb::none(),
-      "init_value"_a.none() = nb::none(), "stream"_a.none() = nb::none(), "outputs"_a.none() = nb::none(),
+      "output_dtypes"_a.none() = nb::none(), "grid"_a.none() = nb::none(), "threadgroup"_a.none() = nb::none(),
+      "template"_a.none() = nb::none(), "init_value"_a.none() = nb::none(), "stream"_a.none() = nb::none(),
+      "outputs"_a.none() = nb::none(),
       "cooperative"_a.none() = nb::none(), "cluster"_a.none() = nb::none(),
       nb::sig("def bind(self, *, inputs: list[object], output_shapes: list[tuple[int, ...]] | None = None, "
               "output_dtypes: list[object] | None = None, grid: tuple[int, int, int], "

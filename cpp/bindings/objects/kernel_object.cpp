@@ -142,11 +142,17 @@ nb::object call(PyKernel& self, const CallArgs& args) {
 // cost to other calls is this one load.
 std::atomic<bool> g_calls_to_python{false};
 
+}  // namespace
+
+bool calls_go_to_python() { return g_calls_to_python.load(std::memory_order_relaxed); }
+
+namespace {
+
 // The direct call of call_slot.hpp: the list form straight into `call`'s C++
 // (no second argument dispatch); kernels made without names take the Python
 // path (it picks the engine for the call's names).
 nb::object direct_call(PyObject* self, const CallArgs& args) {
-  if (g_calls_to_python.load(std::memory_order_relaxed)) return nb::object();
+  if (calls_go_to_python()) return nb::object();
   if (!nb::inst_ready(self) || !nb::inst_ptr<PyKernel>(self)->kernel) return nb::object();
   return call(*nb::inst_ptr<PyKernel>(self), args);
 }

@@ -91,6 +91,10 @@ class ScratchLease {
 // launch): the eager call and the bound call (bound_call.cpp) share it.
 void convert_cuda_call(const PyKernel& self, const CallArgs& args, KernelCall& call, ConvertedCall& conv);
 
+// Whether a precompile session sends every kernel call to the Python path
+// (python/jitkernel/_fleet/precompile.py), which compiles instead of launching.
+bool calls_go_to_python();
+
 // Metal's half of the type (metal_kernel.cpp): the spec's Metal fields from
 // the factory, verbose=True's text, and its methods.
 MetalMathMode math_mode_arg(const std::string& mode);
