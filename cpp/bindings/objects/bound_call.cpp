@@ -36,6 +36,8 @@ struct PyBoundCall {
   // The call's static part, converted at bind time: output shapes and dtypes,
   // template arguments, init_value, grid, threadgroup and launch options.
   KernelCall fixed;
+  // The plan of the bound signature, found once: it lives as long as the kernel, which this holds.
+  LaunchPlan* plan = nullptr;
   nb::object stream;  // stream= as given (None: the inputs' framework's current stream on each call)
   std::vector<BoundArray> inputs, outputs;  // outputs: empty unless bound with outputs=
   vectorcallfunc vectorcall = nullptr;
@@ -158,7 +160,8 @@ nb::object run(const PyBoundCall& b, nb::handle inputs, nb::handle outputs) {
       check_view(b.outputs[j], PySequence_Fast_GET_ITEM(outputs.ptr(), j), kc.provided_outputs[j], "outputs",
                  ItemRef{"output", j, &self.output_names});
   }
-  std::vector<OwnedArray> results = named_kernel(self)(kc);
+  // Every array matched the bound signature, so the plan found at bind time is this call's.
+  std::vector<OwnedArray> results = named_kernel(self).launch_on(*b.plan, kc);
   return wrap_outputs(std::move(results), conv);
 }
 
@@ -219,6 +222,7 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
     if (!kc.shared_memory_given) launch.shared_memory = kernel.spec().shared_memory;
     const int device = validate_call(kernel.backend(), kc, launch, kernel.spec().ensure_row_contiguous);
     kernel.load(kc, device);
+    b.plan = &kernel.plan_for(kc);
     fixed_into(kc, b.fixed);
     for_each_item(args.inputs, "inputs",
                   [&](std::size_t i, nb::handle item) { b.inputs.push_back(describe(item, kc.inputs[i])); });

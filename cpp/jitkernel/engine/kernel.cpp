@@ -49,8 +49,9 @@ CompiledKernel Kernel::load(const KernelCall& call, int device) {
   return compiled_on(plan_for(call), device, call);
 }
 
-std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) {
-  LaunchPlan& plan = plan_for(call);
+std::vector<OwnedArray> Kernel::operator()(const KernelCall& call) { return launch_on(plan_for(call), call); }
+
+std::vector<OwnedArray> Kernel::launch_on(LaunchPlan& plan, const KernelCall& call) {
   const LaunchConfig& given = call.launch;
   LaunchConfig spec_memory;  // the launch with the spec's shared_memory (only built when it differs)
   const LaunchConfig* launch = &given;

@@ -38,8 +38,15 @@ class Kernel {
   // or kernel.attributes() reads the loaded function.
   CompiledKernel load(const KernelCall& call, int device);
 
- private:
+  // The plan `call` runs on (generated once per plan key), and a launch on a
+  // plan found before: what operator() does after its lookup (validation,
+  // compile-or-load on the device, launch). A front that fixes a call's
+  // signature (the Python bound call) finds its plan once; each call it
+  // launches on it must have that signature (dtypes, ndims, template).
   LaunchPlan& plan_for(const KernelCall& call);
+  std::vector<OwnedArray> launch_on(LaunchPlan& plan, const KernelCall& call);
+
+ private:
   CompiledKernel compiled_on(LaunchPlan& plan, int device, const KernelCall& call);
 
   const KernelSpec spec_;
