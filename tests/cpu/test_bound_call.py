@@ -150,6 +150,17 @@ def test_traced_arrays_point_at_the_kernels_call(mock_driver, tmp_path):
     """)
 
 
+def test_jax_tracers_point_at_the_kernels_call(mock_driver, tmp_path):
+    pytest.importorskip("jax")
+    _run(mock_driver, tmp_path, """
+    import jax, jax.numpy as jnp
+    x = device(8)
+    bound = k.bind(inputs=[2.0, x], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo)
+    message = error(lambda: jax.jit(lambda t: bound(2.0, t)[0])(jnp.ones(8, jnp.float32)))
+    assert "eagerly only" in message and "jax.jit" in message, message
+    """)
+
+
 def test_metal_kernels_have_no_bound_call():
     m = jk.metal_kernel(name="m", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
     with pytest.raises(jk.ArgumentError, match="bind.. is for CUDA kernels"):
