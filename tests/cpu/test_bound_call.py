@@ -150,6 +150,26 @@ def test_traced_arrays_point_at_the_kernels_call(mock_driver, tmp_path):
     """)
 
 
+def test_torch_compile_breaks_the_graph_or_refuses(mock_driver, tmp_path):
+    pytest.importorskip("torch")
+    _run(mock_driver, tmp_path, """
+    import torch
+    x = torch.arange(8, dtype=torch.float32)  # host memory: copied to the device, as in kernel(...)
+    bound = k.bind(inputs=[2.0, x], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo)
+    def fn(x):
+        return x + 1, bound(2.0, x)[0]
+    # A graph break: the bound call runs eagerly, on the real tensor.
+    assert torch.compile(fn, backend="eager")(x)[1].shape == (8,)
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend="eager", fullgraph=True)(x)
+    except Exception as e:  # Dynamo cannot trace a bound call: an error, never a launch on fake tensors
+        assert "BoundCall" in str(e), str(e)
+    else:
+        raise AssertionError("fullgraph traced a bound call")
+    """)
+
+
 def test_jax_tracers_point_at_the_kernels_call(mock_driver, tmp_path):
     pytest.importorskip("jax")
     _run(mock_driver, tmp_path, """
