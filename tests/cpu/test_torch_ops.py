@@ -414,7 +414,7 @@ def test_what_torchdynamo_traces_never_reads_sys_modules():
 
     traced = [traced_call.dynamo_call, call_form.list_form, traced_call.reject_launch_options,
               torch_ops.call, torch_ops.compiling, torch_ops._scalar_entry, torch_ops._constant,
-              torch_ops._refuse_dtensors, sharding.Sharded.__call__, sharding_torch.call, sharding_torch._split,
+              torch_ops._refuse_dtensors, torch_ops._requires_grad, sharding.Sharded.__call__, sharding_torch.call, sharding_torch._split,
               sharding_torch._place]
     for fn in traced:
         assert "sys" not in fn.__code__.co_names and "modules" not in fn.__code__.co_names, fn.__qualname__

@@ -4,7 +4,7 @@ for torch.func's transforms (``grad``, ``vjp``, ``jacrev``, and ``vmap`` over th
 Two forms of one formula (``save`` in the forward, ``array_grads`` in the backward). The op's, registered with
 ``torch.library.register_autograd``, is what torch.autograd, ``torch.compile`` and exported programs use. But the
 autograd.Function torch generates for it has no ``setup_context`` staticmethod, which torch.func requires
-(pytorch/pytorch#168393, open as of torch 2.13), so a call under a torch.func transform (``transforms()``) applies
+(pytorch/pytorch#168393, open as of torch 2.13), so a call under a torch.func transform (``transformed()``) applies
 ``LaunchVjp`` instead, in that style: its arguments carry the arrays one by one (autograd tracks the tensors passed
 directly, not those inside a list), its forward runs ``jitkernel::launch``, and ``generate_vmap_rule`` lets
 ``torch.func.vmap`` batch it: the forward through the op's own rule (``torch_vmap``, once per element), the backward
@@ -43,10 +43,18 @@ def register(torch, plan_of) -> None:
     _function = LaunchVjp
 
 
-def transforms() -> tuple:
-    """The torch.func transforms running now, innermost last (``TransformType`` names: "Vmap", "Grad", ...)."""
-    stack = _torch_module._C._functorch.get_interpreter_stack()
-    return tuple(i.key().name for i in stack) if stack else ()
+def transformed() -> bool:
+    """True while a torch.func transform runs: then the call takes ``LaunchVjp`` and ``requires_grad``."""
+    return _torch_module._C._are_functorch_transforms_active()
+
+
+def requires_grad(tensor) -> bool:
+    """``tensor.requires_grad`` seen through vmap's batched wrappers, which say False even where the tensor they
+    wrap (grad's, or a plain one) requires grad."""
+    functorch = _torch_module._C._functorch
+    while functorch.is_batchedtensor(tensor):
+        tensor = functorch.get_unwrapped(tensor)
+    return tensor.requires_grad
 
 
 def apply(kernel, call, arrays, ints, floats) -> list:

@@ -148,14 +148,13 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
     spec = kernel._spec
-    # Under torch.func a batched tensor of grad's says requires_grad=False: the Function decides at its level.
-    transforms = () if compiling() else torch_autograd.transforms()
-    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and (
-        "Grad" in transforms or any(a.requires_grad for a in arrays))
+    transformed = not compiling() and torch_autograd.transformed()  # under torch.func (eagerly, or make_fx)
+    requires_grad = torch_autograd.requires_grad if transformed else _requires_grad
+    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and any(requires_grad(a) for a in arrays)
     if not differentiable:
         arrays = [a.detach() for a in arrays]
     if c.outputs is None:
-        if differentiable and transforms:
+        if differentiable and transformed:
             results = torch_autograd.apply(spec, record, arrays, ints, floats)
         else:
             launch = torch.ops.jitkernel.launch_vjp if differentiable else torch.ops.jitkernel.launch
@@ -167,6 +166,10 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
         torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
         results = c.outputs
     return dict(zip(c.output_names, results)) if c.dict_form else list(results)
+
+
+def _requires_grad(tensor) -> bool:
+    return tensor.requires_grad
 
 
 def _refuse_dtensors(kernel, c) -> None:
