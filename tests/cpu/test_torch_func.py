@@ -245,3 +245,56 @@ def test_grad_through_a_kernel_without_backward_is_outside_autograd():
     assert len(_launches(g)) == 1
     _, value = _run(torch.func.grad(lambda x: exp2(x).sum() + x.sum()), torch.randn(4))
     torch.testing.assert_close(value, torch.ones(4))
+
+
+# ---------------------------------------------------------------------------
+# Eagerly: the call slot hands torch.func's wrappers to the ops; here the ops' CPU implementation is each kernel's
+# torch reference (registered for the test only), so that whole eager programs run without a GPU.
+
+
+@pytest.fixture
+def cpu_ops():
+    def launch(spec, call, arrays, ints, floats):
+        inputs = _plan_inputs(spec, call, arrays, ints, floats)
+        return [r.clone() for r in REFERENCE[cuda_kernel_module.kernel_for(spec).name](*inputs)]
+
+    def launch_into(spec, call, arrays, ints, floats, outputs):
+        for out, value in zip(outputs, launch(spec, call, arrays, ints, floats)):
+            out.copy_(value)
+
+    lib = torch.library.Library("jitkernel", "IMPL")
+    for name, fn in (("launch", launch), ("launch_vjp", launch), ("launch_into", launch_into)):
+        lib.impl(name, fn, "CPU")
+    yield
+    lib._destroy()
+
+
+def test_eager_vmap_and_outputs_given(cpu_ops):
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(torch.func.vmap(exp2)(x), torch.stack([torch.exp(r) * 2 for r in x]))
+    out = torch.zeros(8, 3)
+    torch.func.vmap(lambda r, o: EXP(inputs=[r, 1.0], grid=(8, 1, 1), threadgroup=(8, 1, 1), outputs=[o]),
+                    in_dims=(0, 1))(x, out)
+    torch.testing.assert_close(out, torch.exp(x).T)
+
+
+def test_eager_grad_vjp_jacrev_and_vmap_compositions(cpu_ops):
+    x = torch.randn(3, 8)
+    loss = lambda v: (softplus(v) ** 2).sum()  # noqa: E731
+    ref_loss = lambda v: (torch.nn.functional.softplus(v) ** 2).sum()  # noqa: E731
+    torch.testing.assert_close(torch.func.grad(loss)(x[0]), torch.func.grad(ref_loss)(x[0]))
+    torch.testing.assert_close(torch.func.vmap(torch.func.grad(loss))(x),
+                               torch.stack([torch.func.grad(ref_loss)(r) for r in x]))
+    torch.testing.assert_close(torch.func.grad(lambda v: torch.func.vmap(loss)(v).sum())(x),
+                               torch.func.grad(ref_loss)(x))
+    torch.testing.assert_close(torch.func.jacrev(softplus)(x[0]), torch.diag(torch.sigmoid(x[0])))
+
+
+def test_cpu_ops_fixture_leaves_nothing_registered():
+    with pytest.raises(jk.ArgumentTypeError, match="runs on CUDA tensors"):
+        torch.ops.jitkernel.launch(EXP._spec, _record_of_exp2(), [torch.randn(4)], [4, 1, 1, 256, 1, 1, 4], [2.0])
+
+
+def _record_of_exp2():
+    gm = make_fx(exp2, tracing_mode="fake")(torch.randn(4))
+    return _launches(gm)[0].args[1]
