@@ -161,17 +161,22 @@ def test_eager_vmap_reaches_the_op():
         torch.func.vmap(exp2)(torch.randn(3, 8))
 
 
-def test_compile_records_vmap_in_one_graph():
+def _graphs_of(f, *args, **options):
     graphs = []
 
     def backend(gm, example_inputs):
         graphs.append(gm)
         return lambda *args: tuple(torch.zeros(()) for _ in gm.graph.find_nodes(op="output")[0].args[0])
 
-    torch.compile(torch.func.vmap(exp2), backend=backend, fullgraph=True)(torch.randn(3, 8))
-    (gm,) = graphs
+    torch.compile(f, backend=backend, **options)(*args)
+    return graphs
+
+
+@pytest.mark.parametrize("fn, op", [(exp2, "launch"), (softplus, "launch_vjp")])
+def test_compile_records_vmap_in_one_graph(fn, op):
+    (gm,) = _graphs_of(torch.func.vmap(fn), torch.randn(3, 8), fullgraph=True)
     (node,) = _launches(gm)  # one op on the batched tensor; AOTAutograd applies the batching rule
-    assert node.args[3] == [8, 1, 1, 256, 1, 1, 8]
+    assert node.target is getattr(torch.ops.jitkernel, op) and node.args[3][-1] == 8  # the element's extent
 
 
 # ---------------------------------------------------------------------------
@@ -298,3 +303,24 @@ def test_cpu_ops_fixture_leaves_nothing_registered():
 def _record_of_exp2():
     gm = make_fx(exp2, tracing_mode="fake")(torch.randn(4))
     return _launches(gm)[0].args[1]
+
+
+# TorchDynamo also traces this file's CPU stand-in for the op (its lru_cache-wrapped plan lookup): harmless here.
+@pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`")
+def test_compiled_grad_through_a_kernel_with_backward_is_never_a_wrong_gradient(cpu_ops):
+    # Inside torch.compile the op's formula would be reached, which torch.func cannot use (pytorch/pytorch#168393):
+    # the trace stops at a clear error; where TorchDynamo then runs the function eagerly, the gradient is right.
+    loss = torch.func.grad(lambda x: (softplus(x) ** 2).sum())
+    x = torch.randn(8)
+    expected = 2 * torch.nn.functional.softplus(x) * torch.sigmoid(x)
+    with pytest.raises(Exception, match="torch.func.grad / vjp inside torch.compile"):
+        torch.compile(loss, backend="eager", fullgraph=True)(x)
+    for backend in ("eager", lambda gm, example_inputs: gm):
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(loss, backend=backend)(x)
+        except jk.ArgumentTypeError as e:
+            assert "torch.func.grad / vjp inside torch.compile" in str(e)
+        else:
+            torch.testing.assert_close(got, expected)
+    torch._dynamo.reset()

@@ -4,7 +4,7 @@ for torch.func's transforms (``grad``, ``vjp``, ``jacrev``, and ``vmap`` over th
 Two forms of one formula (``save`` in the forward, ``array_grads`` in the backward). The op's, registered with
 ``torch.library.register_autograd``, is what torch.autograd, ``torch.compile`` and exported programs use. But the
 autograd.Function torch generates for it has no ``setup_context`` staticmethod, which torch.func requires
-(pytorch/pytorch#168393, open as of torch 2.13), so a call under a torch.func transform (``transformed()``) applies
+(pytorch/pytorch#168393, open as of torch 2.13), so a call under a torch.func transform (``route``) applies
 ``LaunchVjp`` instead, in that style: its arguments carry the arrays one by one (autograd tracks the tensors passed
 directly, not those inside a list), its forward runs ``jitkernel::launch``, and ``generate_vmap_rule`` lets
 ``torch.func.vmap`` batch it: the forward through the op's own rule (``torch_vmap``, once per element), the backward
@@ -12,7 +12,7 @@ by vmapping the kernel's vjp, whose kernel calls take the same rule.
 """
 from __future__ import annotations
 
-from .._errors import ArgumentError
+from .._errors import ArgumentError, ArgumentTypeError
 
 _torch_module = None  # torch, once register() ran
 _plan_of = None  # torch_ops._plan: (kernel, call) strings -> the decoded call
@@ -43,9 +43,35 @@ def register(torch, plan_of) -> None:
     _function = LaunchVjp
 
 
-def transformed() -> bool:
-    """True while a torch.func transform runs: then the call takes ``LaunchVjp`` and ``requires_grad``."""
-    return _torch_module._C._are_functorch_transforms_active()
+def route(kernel, arrays, compiling: bool, writes_outputs: bool) -> str:
+    """How a call meets autograd: ``"none"`` (inputs detached, outputs outside autograd, as for a kernel without a
+    backward), ``"op"`` (``launch_vjp`` and the op's formula) or ``"function"`` (``LaunchVjp``, for torch.func).
+    TorchDynamo traces this (``compiling``): there torch.func's wrappers say requires_grad=False, so under a
+    transform the op's formula decides at its own level."""
+    torch = _torch_module
+    if kernel._vjp is None or not torch.is_grad_enabled():
+        return "none"
+    if compiling:
+        if not torch._C._are_functorch_transforms_active():
+            return "op" if any(a.requires_grad for a in arrays) else "none"
+        _refuse_compiled_grad(kernel, arrays)
+        return "none" if writes_outputs else "op"
+    if torch._C._are_functorch_transforms_active():
+        return "function" if any(requires_grad(a) for a in arrays) else "none"
+    return "op" if any(a.requires_grad for a in arrays) else "none"
+
+
+def _refuse_compiled_grad(kernel, arrays) -> None:
+    """torch.compile over torch.func.grad (or vjp, jacrev) of a kernel with a backward would reach the op's formula,
+    which torch.func cannot use: refused while tracing, with what works instead. Grad's wrappers are told from vmap's
+    (which work) by the one test TorchDynamo folds, ``is_batchedtensor``; grad over vmap still reaches the op."""
+    torch = _torch_module
+    if not any(torch._C._functorch.is_batchedtensor(a) for a in arrays):
+        raise ArgumentTypeError("inputs", f"kernel {kernel.name!r}: torch.func.grad / vjp inside torch.compile is not "
+                                          f"supported for a kernel with a backward (torch.library's autograd "
+                                          f"formula cannot serve torch.func, pytorch/pytorch#168393). Run the "
+                                          f"torch.func transform outside torch.compile, or use torch.autograd "
+                                          f"(loss.backward(), torch.autograd.grad) inside it")
 
 
 def requires_grad(tensor) -> bool:

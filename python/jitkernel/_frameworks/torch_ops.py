@@ -148,28 +148,22 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
     spec = kernel._spec
-    transformed = not compiling() and torch_autograd.transformed()  # under torch.func (eagerly, or make_fx)
-    requires_grad = torch_autograd.requires_grad if transformed else _requires_grad
-    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and any(requires_grad(a) for a in arrays)
-    if not differentiable:
+    route = torch_autograd.route(kernel, arrays, compiling(), c.outputs is not None)
+    if route == "none":
         arrays = [a.detach() for a in arrays]
     if c.outputs is None:
-        if differentiable and transformed:
+        if route == "function":
             results = torch_autograd.apply(spec, record, arrays, ints, floats)
         else:
-            launch = torch.ops.jitkernel.launch_vjp if differentiable else torch.ops.jitkernel.launch
+            launch = torch.ops.jitkernel.launch_vjp if route == "op" else torch.ops.jitkernel.launch
             results = launch(spec, record, arrays, ints, floats)
     else:
-        if differentiable:
+        if route != "none":
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
         torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
         results = c.outputs
     return dict(zip(c.output_names, results)) if c.dict_form else list(results)
-
-
-def _requires_grad(tensor) -> bool:
-    return tensor.requires_grad
 
 
 def _refuse_dtensors(kernel, c) -> None:
