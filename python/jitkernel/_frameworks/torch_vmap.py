@@ -3,8 +3,9 @@
 A kernel sees one element of the batch, as under JAX's ``vmap_method="sequential"`` (``jax_call``): the rule
 unbinds each batched tensor along its batch dimension, runs the op once per element (in order, each with the
 unbatched shapes the call recorded: the ``ints`` the user's call computed inside ``vmap`` are already per
-element), and stacks each output along a new dimension 0. ``launch_vjp``'s backward runs under the same rule,
-so ``vmap(grad(f))`` and ``grad(vmap(f))`` batch the kernel's backward too. ``launch_into`` (``outputs=``)
+element), and stacks each output along a new dimension 0. A kernel's backward is a function of kernel calls,
+batched by the same rules when torch.func vmaps it (``torch_autograd``: ``vmap(grad(f))``, ``grad(vmap(f))``,
+``jacrev``); ``launch_vjp`` has its rule for programs torch.compile records. ``launch_into`` (``outputs=``)
 writes element i into slice i of each output, which must therefore be batched itself (an unbatched output
 written by every element would keep only the last one: refused).
 
