@@ -277,10 +277,9 @@ def cpu_ops():
 def test_eager_vmap_and_outputs_given(cpu_ops):
     x = torch.randn(3, 8)
     torch.testing.assert_close(torch.func.vmap(exp2)(x), torch.stack([torch.exp(r) * 2 for r in x]))
-    out = torch.zeros(8, 3)
-    torch.func.vmap(lambda r, o: EXP(inputs=[r, 1.0], grid=(8, 1, 1), threadgroup=(8, 1, 1), outputs=[o]),
-                    in_dims=(0, 1))(x, out)
-    torch.testing.assert_close(out, torch.exp(x).T)
+    out = torch.zeros(3, 8)
+    torch.func.vmap(lambda r, o: EXP(inputs=[r, 1.0], grid=(8, 1, 1), threadgroup=(8, 1, 1), outputs=[o]))(x, out)
+    torch.testing.assert_close(out, torch.exp(x))
 
 
 def test_eager_grad_vjp_jacrev_and_vmap_compositions(cpu_ops):

@@ -4,6 +4,7 @@ element, with that element's shapes), ``outputs=`` under vmap writes each elemen
 graphs these programs record are checked without a GPU in tests/cpu/test_torch_func.py."""
 import pytest
 
+import jitkernel as jk
 from _gpu_util import need
 from test_torch_compile_gpu import SCALE, scale, softplus
 
@@ -51,6 +52,15 @@ def test_vmap_outputs_given_writes_each_slice(torch):
     x_ref = x.clone()
     torch.func.vmap(f)(x, x)  # in place, slice by slice
     torch.testing.assert_close(x, x_ref * 2)
+
+
+def test_vmap_outputs_given_with_strided_slices_is_refused(torch):
+    def f(x, out):
+        SCALE(inputs=[x, 2.0], grid=(x.numel(), 1, 1), threadgroup=(256, 1, 1), outputs=[out])
+        return out
+
+    with pytest.raises(jk.ArgumentError, match="row-contiguous"):  # as for any output
+        torch.func.vmap(f, in_dims=(0, 1))(torch.randn(4, 300, device="cuda"), torch.zeros(300, 4, device="cuda"))
 
 
 def test_grad_equals_autograd(torch):
