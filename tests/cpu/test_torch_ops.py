@@ -410,11 +410,11 @@ def test_what_torchdynamo_traces_never_reads_sys_modules():
     # TorchDynamo traces a compiled call through these functions; reading sys.modules there fails the trace with
     # "dictionary changed size during iteration" whenever an import changes it meanwhile (seen on 4x H200 in the
     # torch.compile tests). Framework classes are module globals set by the import hook instead.
-    from jitkernel._frameworks import call_form, sharding, sharding_torch, torch_ops, traced_call
+    from jitkernel._frameworks import call_form, sharding, sharding_torch, torch_autograd, torch_ops, traced_call
 
     traced = [traced_call.dynamo_call, call_form.list_form, traced_call.reject_launch_options,
               torch_ops.call, torch_ops.compiling, torch_ops._scalar_entry, torch_ops._constant,
-              torch_ops._refuse_dtensors, sharding.Sharded.__call__, sharding_torch.call, sharding_torch._split,
-              sharding_torch._place]
+              torch_ops._refuse_dtensors, torch_autograd.route, torch_autograd._refuse_compiled_grad,
+              sharding.Sharded.__call__, sharding_torch.call, sharding_torch._split, sharding_torch._place]
     for fn in traced:
         assert "sys" not in fn.__code__.co_names and "modules" not in fn.__code__.co_names, fn.__qualname__

@@ -187,6 +187,40 @@ bool torch_view(nb::handle t, int device, const char* argument, const ItemRef& w
   return true;
 }
 
+// A torch tensor on a CUDA device is recorded in `pending` (true); others
+// (host tensors) are left to DLPack (false).
+bool classify_torch_device_tensor(nb::handle item, std::size_t index, TypeInfo& info, const char* argument,
+                                  const ItemRef& where, std::vector<PendingArray>& pending) {
+  // data_ptr() and DLPack (even torch's __dlpack__) both drop the lazy
+  // negation of a view like z.conj().imag: its raw memory holds -values.
+  if (torch_is_neg(item))
+    throw ArgumentError(argument, where.prefix() + "the tensor has its negative bit set (a "
+                                                   "lazily negated view such as "
+                                                   "z.conj().imag); call .resolve_neg() first");
+  // The exchange API describes the tensor in one C call; anything it
+  // declines (or a host tensor) takes the attribute / DLPack path. A
+  // torch.func transform's wrapper (vmap's BatchedTensor, grad's
+  // GradTrackingTensor) is an exact torch.Tensor without memory: the
+  // exchange API declines it, and it is asked for only then.
+  if (info.exchange) {
+    dlpack::Tensor dl{};
+    if (info.exchange->dltensor_from_py_object_no_sync(item.ptr(), &dl) != 0) {
+      PyErr_Clear();
+      if (torch_transform_wrapper(item)) throw TracedArgument(info.framework, argument, where.prefix());
+    } else if (dl.device.device_type == dlpack::kCUDA) {
+      pending.push_back({index, nb::borrow(item), &info, dl.device.device_id, true, dl});
+      return true;
+    }
+  } else if (torch_transform_wrapper(item)) {
+    throw TracedArgument(info.framework, argument, where.prefix());
+  }
+  if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
+    pending.push_back({index, nb::borrow(item), &info, nb::cast<int>(item.attr("get_device")())});
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // Classification of one array argument (input or `outputs=` entry) that is not
@@ -225,29 +259,8 @@ Framework classify_array(nb::handle item, std::size_t index, const char* argumen
       *is_host = true;
       return Framework::None;
     }
-    case Kind::TorchTensor: {
-      // data_ptr() and DLPack (even torch's __dlpack__) both drop the lazy
-      // negation of a view like z.conj().imag: its raw memory holds -values.
-      if (torch_is_neg(item))
-        throw ArgumentError(argument, where.prefix() + "the tensor has its negative bit set (a "
-                                                       "lazily negated view such as "
-                                                       "z.conj().imag); call .resolve_neg() first");
-      // The exchange API describes the tensor in one C call; anything it
-      // declines (or a host tensor) takes the attribute / DLPack path below.
-      if (info.exchange) {
-        dlpack::Tensor dl{};
-        if (info.exchange->dltensor_from_py_object_no_sync(item.ptr(), &dl) != 0) {
-          PyErr_Clear();
-        } else if (dl.device.device_type == dlpack::kCUDA) {
-          pending.push_back({index, nb::borrow(item), &info, dl.device.device_id, true, dl});
-          return info.framework;
-        }
-      }
-      if (PyObject_IsTrue(nb::object(item.attr("is_cuda")).ptr()) == 1) {
-        pending.push_back({index, nb::borrow(item), &info, nb::cast<int>(item.attr("get_device")())});
-        return info.framework;
-      }
-    }
+    case Kind::TorchTensor:
+      if (classify_torch_device_tensor(item, index, info, argument, where, pending)) return info.framework;
       [[fallthrough]];  // CPU (or other-device) tensors: DLPack decides
     case Kind::DLPack: {
       auto [type, id] = dlpack_device(item, argument, where);

@@ -30,7 +30,26 @@ bool requires_grad(nb::handle item) {
   return on;
 }
 
+nb::object& functorch_wrapped_function() {
+  static auto* fn = new nb::object();  // torch._C._functorch.is_functorch_wrapped_tensor, found once needed
+  return *fn;
+}
+
 }  // namespace
+
+bool torch_transform_wrapper(nb::handle item) {
+  nb::object& wrapped = functorch_wrapped_function();
+  if (!wrapped.is_valid()) {
+    nb::object torch = loaded_module("torch");
+    if (!torch.is_valid()) return false;
+    wrapped = torch.attr("_C").attr("_functorch").attr("is_functorch_wrapped_tensor");
+  }
+  PyObject* r = PyObject_CallOneArg(wrapped.ptr(), item.ptr());
+  if (r == nullptr) throw nb::python_error();
+  const bool on = r == Py_True;
+  Py_DECREF(r);
+  return on;
+}
 
 const char* traced_text(Framework fw) { return framework_row(fw).traced_text; }
 
@@ -64,7 +83,10 @@ bool torch_autograd_needed(nb::handle inputs) {
 
 namespace {
 void bind(nb::module_& m) {
-  on_clear_caches([] { grad_enabled_function() = nb::object(); });
+  on_clear_caches([] {
+    grad_enabled_function() = nb::object();
+    functorch_wrapped_function() = nb::object();
+  });
   m.def("_quiet_leak_warnings", [] { nb::set_leak_warnings(false); },
         "Turns nanobind's exit-time leak report off (internal: after torch.compile, whose caches outlive us).");
 }

@@ -15,7 +15,8 @@ declared mutated. Their fake implementations make outputs of the recorded shapes
 compiler needs; the real ones call the kernel eagerly.
 
 ``call`` is what a traced kernel call runs: TorchDynamo traces it (so it is plain Python), and eager calls reach it
-for autograd. A backward attached with ``kernel.vjp`` is the op's autograd formula.
+for autograd. A backward attached with ``kernel.vjp`` is the op's autograd formula (``torch_autograd``, for
+torch.autograd and torch.func); ``torch.func.vmap`` runs the ops once per batch element (``torch_vmap``).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from .. import _core
 from .._dtypes import DType
 from .._errors import ArgumentError, ArgumentTypeError
 from .._kernels.cuda_kernel import kernel_for
-from . import graph_records, post_import, sharding
+from . import graph_records, post_import, sharding, torch_autograd, torch_vmap
 from .call_form import list_form
 
 _LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
@@ -62,10 +63,12 @@ def register(torch) -> None:
                              ("launch_into", _launch_into, _launch_into_fake)):
         lib.impl(name, real, "CompositeExplicitAutograd")
         torch.library.register_fake("jitkernel::" + name, fake, lib=lib)
-    # Only launch_vjp has an autograd formula: torch.library's autograd wrapper costs microseconds on every call,
-    # even without grad, so kernels without a backward take launch with detached inputs (outputs outside
-    # autograd, as eagerly).
-    torch.library.register_autograd("jitkernel::launch_vjp", _backward, setup_context=_setup_context, lib=lib)
+    # Only launch_vjp has an autograd formula: an autograd wrapper costs microseconds on every call, even without
+    # grad, so kernels without a backward take launch with detached inputs (outputs outside autograd, as eagerly).
+    torch.library.register_autograd("jitkernel::launch_vjp", torch_autograd.backward,
+                                    setup_context=torch_autograd.setup_context, lib=lib)
+    torch_autograd.register(torch, _plan)  # the same formula for torch.func, which the op's cannot serve
+    torch_vmap.register(torch, lib, _launch_fake)  # torch.func.vmap: once per batch element
     # TorchDynamo is imported before anything is traced: marking the record then spares programs that never
     # compile the seconds of importing it.
     post_import.when_imported("torch._dynamo", _mark_record_constant)
@@ -145,14 +148,17 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
     spec = kernel._spec
-    differentiable = kernel._vjp is not None and torch.is_grad_enabled() and any(a.requires_grad for a in arrays)
-    if not differentiable:
+    route = torch_autograd.route(kernel, arrays, compiling(), c.outputs is not None)
+    if route == "none":
         arrays = [a.detach() for a in arrays]
     if c.outputs is None:
-        launch = torch.ops.jitkernel.launch_vjp if differentiable else torch.ops.jitkernel.launch
-        results = launch(spec, record, arrays, ints, floats)
+        if route == "function":
+            results = torch_autograd.apply(spec, record, arrays, ints, floats)
+        else:
+            launch = torch.ops.jitkernel.launch_vjp if route == "op" else torch.ops.jitkernel.launch
+            results = launch(spec, record, arrays, ints, floats)
     else:
-        if differentiable:
+        if route != "none":
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
         torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
@@ -307,46 +313,3 @@ def _launch_fake(kernel, call, arrays, ints, floats):
 
 def _launch_into_fake(kernel, call, arrays, ints, floats, outputs):
     return None
-
-
-# ---------------------------------------------------------------------------
-# Autograd: the kernel's vjp as the op's backward.
-
-def _setup_context(ctx, inputs, output):
-    kernel, call, arrays, ints, floats = inputs
-    ctx.spec, ctx.call, ctx.ints, ctx.floats, ctx.n_arrays = kernel, call, list(ints), list(floats), len(arrays)
-    ctx.save_for_backward(*arrays, *output)
-
-
-def _backward(ctx, grads):
-    torch = _torch()
-    plan = _plan(ctx.spec, ctx.call)
-    vjp = plan.kernel._vjp
-    r = plan.record
-    if vjp is None:
-        raise ArgumentError("kernel", f"kernel {plan.kernel.name!r} has no backward: attach one with "
-                                      f"@kernel.vjp (a function of primals, outputs, cotangents)")
-    saved = ctx.saved_tensors
-    arrays, outputs = list(saved[:ctx.n_arrays]), list(saved[ctx.n_arrays:])
-    primals = plan.inputs(arrays, ctx.ints, ctx.floats)
-    cotangents = [torch.zeros_like(o) if g is None else g for g, o in zip(grads, outputs)]
-    if r.dict_form:
-        primals, outputs, cotangents = (dict(zip(names, values)) for names, values in (
-            (r.input_names, primals), (r.output_names, outputs), (r.output_names, cotangents)))
-    result = vjp(primals, outputs, cotangents)
-    array_grads = _array_grads(plan, result)
-    # torch.library matches the returned structure with the inputs': a list of non-tensors is one leaf (None),
-    # an empty list a list.
-    return (None, None, array_grads, None if ctx.ints else [], None if ctx.floats else [])
-
-
-def _array_grads(plan, result) -> list:
-    """The vjp's result (one entry per input, or a dict in the dict form) reduced to the tensor inputs' grads."""
-    r = plan.record
-    if isinstance(result, dict):
-        result = [result.get(name) for name in r.input_names]
-    result = list(result) if isinstance(result, (list, tuple)) else None
-    if result is None or len(result) != len(r.inputs):
-        raise ArgumentError("vjp", f"the backward of kernel {plan.kernel.name!r} must return one cotangent per "
-                                   f"input ({len(r.inputs)}: {', '.join(r.input_names)}), None for scalars")
-    return [g for g, entry in zip(result, r.inputs) if entry[0] == "array"]
