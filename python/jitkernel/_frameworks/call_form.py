@@ -7,18 +7,20 @@ take its ``TracedCall``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import _core
 from .._errors import ArgumentTypeError
+from . import post_import
 
 
-@dataclass
-class TracedCall:
-    """A call in the list form, names resolved: what a framework path records."""
+class TracedCall(NamedTuple):
+    """A call in the list form, names resolved: what a framework path records. A NamedTuple, which TorchDynamo
+    builds itself (a dataclass's generated ``__init__`` would be traced, guarding the builtins it reads)."""
 
     input_names: tuple
     output_names: tuple
+    spec: str  # the kernel's text (``kernel_text``), what the torch ops name it by
     inputs: list
     output_shapes: list | None
     output_dtypes: list | None
@@ -29,6 +31,18 @@ class TracedCall:
     outputs: list | None
     verbose: bool
     dict_form: bool
+
+
+def kernel_constants(kernel) -> tuple:
+    """(input names, output names, text) of a kernel: what a traced call reads of it. TorchDynamo takes them as
+    constants of the kernel object (``torch.compiler.assume_constant_result``, marked once Dynamo is imported): it
+    then guards the kernel's identity -- one pointer compare per call -- instead of comparing each name and the
+    kernel's text. The text changes only when ``vjp`` attaches a backward, which ``torch_autograd.route`` guards
+    (it reads ``kernel._vjp``); the names never change."""
+    return kernel.input_names, kernel.output_names, kernel._spec
+
+
+post_import.when_imported("torch._dynamo", lambda dynamo: dynamo.assume_constant_result(kernel_constants))
 
 
 def _ordered(value, names):
@@ -45,7 +59,7 @@ def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, t
     """The call with dicts turned into lists in name order. Plain Python for TorchDynamo; any mismatch is left to
     the C++ resolver, which raises the same error an eager call gets."""
     dict_form = any(isinstance(v, dict) for v in (inputs, output_shapes, output_dtypes, outputs))
-    in_names, out_names = kernel.input_names, kernel.output_names
+    in_names, out_names, spec = kernel_constants(kernel)
     if dict_form:
         if in_names is None and isinstance(inputs, dict):
             in_names = tuple(inputs)
@@ -64,6 +78,6 @@ def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, t
     if in_names is None or out_names is None:
         raise ArgumentTypeError("inputs", "this kernel was made without input_names/output_names: pass inputs "
                                           "and outputs as dicts keyed by name")
-    return TracedCall(tuple(in_names), tuple(out_names), list(inputs), output_shapes and list(output_shapes),
+    return TracedCall(tuple(in_names), tuple(out_names), spec, list(inputs), output_shapes and list(output_shapes),
                       output_dtypes and list(output_dtypes), tuple(grid), tuple(threadgroup), template, init_value,
                       outputs and list(outputs), bool(verbose), dict_form)

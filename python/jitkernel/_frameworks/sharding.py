@@ -34,6 +34,12 @@ dtensor_class = None
 jax_array_types: tuple = ()
 
 
+def dtensor_class_now():
+    """``dtensor_class``, for code that TorchDynamo traces from other modules: a function imported there, so that
+    this module is reached only as its functions' globals (through two paths, Dynamo would check they agree)."""
+    return dtensor_class
+
+
 def _remember_dtensor(module) -> None:
     global dtensor_class
     dtensor_class = module.DTensor

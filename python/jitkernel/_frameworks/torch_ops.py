@@ -30,6 +30,8 @@ from .._errors import ArgumentError, ArgumentTypeError
 from .._kernels.cuda_kernel import kernel_for
 from . import graph_records, post_import, sharding, torch_autograd, torch_vmap
 from .call_form import list_form
+from .sharding import dtensor_class_now
+from .torch_autograd import route
 
 _LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
 _SCHEMAS = {
@@ -123,9 +125,11 @@ def _scalar_entry(value, ints: list, floats: list):
 def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream, outputs,
          verbose):
     """The kernel call as ``jitkernel::launch`` (or ``launch_into`` with ``outputs=``); returns what an eager call
-    returns (a list, or a dict in the dict form)."""
-    import torch  # torch is optional: `import jitkernel` never imports it
-
+    returns (a list, or a dict in the dict form). TorchDynamo guards each global read here on every call of the
+    compiled function: torch is reached as ``_torch_module`` (which ``compiling`` guards already), the kernel's text
+    through ``list_form`` (an identity guard on the kernel, not a comparison of its text), and other modules only
+    through functions imported from them (``route``, ``dtensor_class_now``): a module reached both as an attribute
+    here and as the globals of its own traced functions is guarded, in Python, to be one object."""
     if stream is not None:
         raise ArgumentTypeError("stream", "a traced torch call runs on torch's current stream; omit stream= and "
                                           "use `with torch.cuda.stream(s):` instead")
@@ -137,6 +141,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     for shape in shapes:
         ints.extend(shape)
     _refuse_dtensors(kernel, c)
+    torch = _torch_module
     arrays, floats, entries = [], [], []
     for value in c.inputs:
         if isinstance(value, torch.Tensor):
@@ -147,21 +152,20 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     template_values = tuple((name, _constant(v)) for name, v in c.template) if c.template else ()
     record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
-    spec = kernel._spec
-    route = torch_autograd.route(kernel, arrays, compiling(), c.outputs is not None)
-    if route == "none":
+    way = route(kernel, arrays, compiling(), c.outputs is not None)
+    if way == "none":
         arrays = [a.detach() for a in arrays]
     if c.outputs is None:
-        if route == "function":
-            results = torch_autograd.apply(spec, record, arrays, ints, floats)
+        if way == "function":
+            results = torch_autograd.apply(c.spec, record, arrays, ints, floats)
         else:
-            launch = torch.ops.jitkernel.launch_vjp if route == "op" else torch.ops.jitkernel.launch
-            results = launch(spec, record, arrays, ints, floats)
+            launch = torch.ops.jitkernel.launch_vjp if way == "op" else torch.ops.jitkernel.launch
+            results = launch(c.spec, record, arrays, ints, floats)
     else:
-        if route != "none":
+        if way != "none":
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
-        torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, c.outputs)
+        torch.ops.jitkernel.launch_into(c.spec, record, arrays, ints, floats, c.outputs)
         results = c.outputs
     return dict(zip(c.output_names, results)) if c.dict_form else list(results)
 
@@ -169,7 +173,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
 def _refuse_dtensors(kernel, c) -> None:
     """A DTensor reaching a kernel has no rule saying which pieces of it the kernel may run on: refused, naming
     the input and the way to declare one (``jk.sharded``)."""
-    dtensor = sharding.dtensor_class  # not sys.modules: TorchDynamo traces this
+    dtensor = dtensor_class_now()  # not sys.modules: TorchDynamo traces this
     if dtensor is None:
         return
     for names, values, what in ((c.input_names, c.inputs, "inputs"), (c.output_names, c.outputs or (), "outputs")):

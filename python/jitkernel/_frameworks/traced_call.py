@@ -17,8 +17,12 @@ import sys
 
 from .. import _core
 from .._errors import ArgumentTypeError
-from . import jax_call, torch_ops
+from . import jax_call
 from .call_form import list_form
+# Functions, not their module: TorchDynamo reaching one module both as a global of its own functions and as an
+# attribute of this one guards that the two are the same object in Python, on every call.
+from .torch_ops import call as torch_call
+from .torch_ops import compiling
 
 
 def _is_jax_tracer(value) -> bool:
@@ -48,15 +52,9 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
             raise ArgumentTypeError("stream", "a call traced by JAX runs on XLA's stream; omit stream=")
         return jax_call.call(kernel, list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup,
                                                template, init_value, outputs, verbose))
-    return torch_ops.call(kernel, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
-                          grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
-                          stream=stream, outputs=outputs, verbose=verbose)
-
-
-# The C call slot's keyword table (cpp/bindings/call/call_args.hpp): names in its order, the required ones, defaults.
-_KEYWORDS = _core._call_keywords
-_REQUIRED = _core._call_required
-_DEFAULTS = _core._call_defaults
+    return torch_call(kernel, inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
+                      grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
+                      stream=stream, outputs=outputs, verbose=verbose)
 
 
 def dynamo_call(self, *args, **kwargs):
@@ -67,13 +65,25 @@ def dynamo_call(self, *args, **kwargs):
 
     How it works: this is ``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython
     calls the C slot instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands
-    over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error."""
-    if (torch_ops.compiling() and not args and all(k in _KEYWORDS for k in kwargs)
-            and all(k in kwargs for k in _REQUIRED)):
-        full = dict(zip(_KEYWORDS, _DEFAULTS))
-        full.update(kwargs)
-        reject_launch_options(full.pop("cooperative"), full.pop("cluster"))
-        return torch_ops.call(self, **full)
+    over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error.
+
+    TorchDynamo guards every global this reads, on every call of the compiled function: the C call slot's keyword
+    table (cpp/bindings/call/call_args.hpp; ``_core._call_keywords``, ``_call_required``, ``_call_defaults``, all
+    None but verbose's False) is therefore written out here as literals, which its code object's guard covers
+    (tests/cpu/test_dynamo_guards.py checks them against the table), and the only globals read are functions."""
+    if not args and compiling():
+        for name in kwargs:
+            if name not in ("inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template",
+                            "init_value", "stream", "outputs", "verbose", "cooperative", "cluster"):
+                break
+        else:
+            if "inputs" in kwargs and "grid" in kwargs and "threadgroup" in kwargs:
+                reject_launch_options(kwargs.get("cooperative"), kwargs.get("cluster"))
+                return torch_call(self, inputs=kwargs["inputs"], output_shapes=kwargs.get("output_shapes"),
+                                  output_dtypes=kwargs.get("output_dtypes"), grid=kwargs["grid"],
+                                  threadgroup=kwargs["threadgroup"], template=kwargs.get("template"),
+                                  init_value=kwargs.get("init_value"), stream=kwargs.get("stream"),
+                                  outputs=kwargs.get("outputs"), verbose=kwargs.get("verbose", False))
     return _core.KernelBase.__call__(self, *args, **kwargs)
 
 
