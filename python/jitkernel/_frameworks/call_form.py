@@ -2,25 +2,24 @@
 
 The Python twin of the C++ resolver of the dict form (cpp/bindings/call/call_form.cpp), written for TorchDynamo to trace
 (``torch_ops.call`` runs it inside ``torch.compile``): plain Python on the arguments, no C calls before a mismatch,
-which is left to the C++ resolver so that it raises the error an eager call gets. ``jax_call`` and ``torch_ops``
-take its ``TracedCall``.
+which is left to the C++ resolver so that it raises the error an eager call gets. ``jax_call`` takes its
+``TracedCall``, ``torch_ops`` the plain tuple of ``resolve`` (every class TorchDynamo builds is guarded).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from .. import _core
 from .._errors import ArgumentTypeError
 from . import post_import
 
 
-class TracedCall(NamedTuple):
-    """A call in the list form, names resolved: what a framework path records. A NamedTuple, which TorchDynamo
-    builds itself (a dataclass's generated ``__init__`` would be traced, guarding the builtins it reads)."""
+@dataclass
+class TracedCall:
+    """A call in the list form, names resolved: what a framework path records."""
 
     input_names: tuple
     output_names: tuple
-    spec: str  # the kernel's text (``kernel_text``), what the torch ops name it by
     inputs: list
     output_shapes: list | None
     output_dtypes: list | None
@@ -54,10 +53,11 @@ def _ordered(value, names):
     return [value[n] for n in names]
 
 
-def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
-              verbose) -> TracedCall:
-    """The call with dicts turned into lists in name order. Plain Python for TorchDynamo; any mismatch is left to
-    the C++ resolver, which raises the same error an eager call gets."""
+def resolve(kernel, inputs, output_shapes, output_dtypes, outputs) -> tuple:
+    """(input names, output names, the kernel's text, inputs, output_shapes, output_dtypes, outputs, dict form): a
+    call's names resolved and its dicts turned into lists in name order. Plain Python for TorchDynamo, which builds
+    the plain tuple without guarding a class; any mismatch is left to the C++ resolver, which raises the same error
+    an eager call gets."""
     dict_form = any(isinstance(v, dict) for v in (inputs, output_shapes, output_dtypes, outputs))
     in_names, out_names, spec = kernel_constants(kernel)
     if dict_form:
@@ -78,6 +78,14 @@ def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, t
     if in_names is None or out_names is None:
         raise ArgumentTypeError("inputs", "this kernel was made without input_names/output_names: pass inputs "
                                           "and outputs as dicts keyed by name")
-    return TracedCall(tuple(in_names), tuple(out_names), spec, list(inputs), output_shapes and list(output_shapes),
-                      output_dtypes and list(output_dtypes), tuple(grid), tuple(threadgroup), template, init_value,
-                      outputs and list(outputs), bool(verbose), dict_form)
+    return (tuple(in_names), tuple(out_names), spec, list(inputs), output_shapes and list(output_shapes),
+            output_dtypes and list(output_dtypes), outputs and list(outputs), dict_form)
+
+
+def list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
+              verbose) -> TracedCall:
+    """The call with dicts turned into lists in name order (``resolve``), as a ``TracedCall``."""
+    in_names, out_names, _, inputs, output_shapes, output_dtypes, outputs, dict_form = resolve(
+        kernel, inputs, output_shapes, output_dtypes, outputs)
+    return TracedCall(in_names, out_names, inputs, output_shapes, output_dtypes, tuple(grid), tuple(threadgroup),
+                      template, init_value, outputs, bool(verbose), dict_form)

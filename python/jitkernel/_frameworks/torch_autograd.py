@@ -47,9 +47,12 @@ def route(kernel, arrays, compiling: bool, writes_outputs: bool) -> str:
     """How a call meets autograd: ``"none"`` (inputs detached, outputs outside autograd, as for a kernel without a
     backward), ``"op"`` (``launch_vjp`` and the op's formula) or ``"function"`` (``LaunchVjp``, for torch.func).
     TorchDynamo traces this (``compiling``): there torch.func's wrappers say requires_grad=False, so under a
-    transform the op's formula decides at its own level."""
+    transform the op's formula decides at its own level. A kernel without a backward is answered before any global
+    is read: TorchDynamo guards only ``kernel._vjp is None`` (so attaching a backward later recompiles)."""
+    if kernel._vjp is None:
+        return "none"
     torch = _torch_module
-    if kernel._vjp is None or not torch.is_grad_enabled():
+    if not torch.is_grad_enabled():
         return "none"
     if compiling:
         if not torch._C._are_functorch_transforms_active():

@@ -29,7 +29,7 @@ from .._dtypes import DType
 from .._errors import ArgumentError, ArgumentTypeError
 from .._kernels.cuda_kernel import kernel_for
 from . import graph_records, post_import, sharding, torch_autograd, torch_vmap
-from .call_form import list_form
+from .call_form import resolve
 from .sharding import dtensor_class_now
 from .torch_autograd import route
 
@@ -127,56 +127,58 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     """The kernel call as ``jitkernel::launch`` (or ``launch_into`` with ``outputs=``); returns what an eager call
     returns (a list, or a dict in the dict form). TorchDynamo guards each global read here on every call of the
     compiled function: torch is reached as ``_torch_module`` (which ``compiling`` guards already), the kernel's text
-    through ``list_form`` (an identity guard on the kernel, not a comparison of its text), and other modules only
+    through ``resolve`` (an identity guard on the kernel, not a comparison of its text), and other modules only
     through functions imported from them (``route``, ``dtensor_class_now``): a module reached both as an attribute
     here and as the globals of its own traced functions is guarded, in Python, to be one object."""
     if stream is not None:
         raise ArgumentTypeError("stream", "a traced torch call runs on torch's current stream; omit stream= and "
                                           "use `with torch.cuda.stream(s):` instead")
-    c = list_form(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, outputs,
-                  verbose)
-    shapes = c.output_shapes if c.output_shapes is not None else [tuple(o.shape) for o in c.outputs or ()]
-    dtypes = c.output_dtypes if c.output_dtypes is not None else [o.dtype for o in c.outputs or ()]
-    ints = list(c.grid) + list(c.threadgroup)
+    in_names, out_names, spec, inputs, shapes, dtypes, outputs, dict_form = resolve(kernel, inputs, output_shapes,
+                                                                                  output_dtypes, outputs)
+    if shapes is None:
+        shapes = [tuple(o.shape) for o in outputs or ()]
+    if dtypes is None:
+        dtypes = [o.dtype for o in outputs or ()]
+    ints = list(grid) + list(threadgroup)
     for shape in shapes:
         ints.extend(shape)
-    _refuse_dtensors(kernel, c)
+    _refuse_dtensors(kernel, in_names, inputs, out_names, outputs)
     torch = _torch_module
     arrays, floats, entries = [], [], []
-    for value in c.inputs:
+    for value in inputs:
         if isinstance(value, torch.Tensor):
             arrays.append(value)
             entries.append(("array", value.dtype, value.dim()))  # static while tracing, as the source needs
         else:
             entries.append(_scalar_entry(value, ints, floats))
-    template_values = tuple((name, _constant(v)) for name, v in c.template) if c.template else ()
-    record = _record(c.input_names, c.output_names, tuple(entries), tuple(_constant(d) for d in dtypes),
-                     tuple(len(s) for s in shapes), template_values, c.init_value, c.verbose, c.dict_form)
-    way = route(kernel, arrays, compiling(), c.outputs is not None)
+    template_values = tuple((name, _constant(v)) for name, v in template) if template else ()
+    record = _record(in_names, out_names, tuple(entries), tuple(_constant(d) for d in dtypes),
+                     tuple(len(s) for s in shapes), template_values, init_value, bool(verbose), dict_form)
+    way = route(kernel, arrays, compiling(), outputs is not None)
     if way == "none":
         arrays = [a.detach() for a in arrays]
-    if c.outputs is None:
+    if outputs is None:
         if way == "function":
-            results = torch_autograd.apply(c.spec, record, arrays, ints, floats)
+            results = torch_autograd.apply(spec, record, arrays, ints, floats)
         else:
             launch = torch.ops.jitkernel.launch_vjp if way == "op" else torch.ops.jitkernel.launch
-            results = launch(c.spec, record, arrays, ints, floats)
+            results = launch(spec, record, arrays, ints, floats)
     else:
         if way != "none":
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
-        torch.ops.jitkernel.launch_into(c.spec, record, arrays, ints, floats, c.outputs)
-        results = c.outputs
-    return dict(zip(c.output_names, results)) if c.dict_form else list(results)
+        torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, outputs)
+        results = outputs
+    return dict(zip(out_names, results)) if dict_form else list(results)
 
 
-def _refuse_dtensors(kernel, c) -> None:
+def _refuse_dtensors(kernel, input_names, inputs, output_names, outputs) -> None:
     """A DTensor reaching a kernel has no rule saying which pieces of it the kernel may run on: refused, naming
     the input and the way to declare one (``jk.sharded``)."""
     dtensor = dtensor_class_now()  # not sys.modules: TorchDynamo traces this
     if dtensor is None:
         return
-    for names, values, what in ((c.input_names, c.inputs, "inputs"), (c.output_names, c.outputs or (), "outputs")):
+    for names, values, what in ((input_names, inputs, "inputs"), (output_names, outputs or (), "outputs")):
         for name, value in zip(names, values):
             if isinstance(value, dtensor):
                 raise ArgumentTypeError(what, f"{what[:-1]} {name!r} of kernel {kernel.name!r} is a DTensor "
