@@ -58,7 +58,8 @@ def resolve(kernel, inputs, output_shapes, output_dtypes, outputs) -> tuple:
     call's names resolved and its dicts turned into lists in name order. Plain Python for TorchDynamo, which builds
     the plain tuple without guarding a class; any mismatch is left to the C++ resolver, which raises the same error
     an eager call gets."""
-    dict_form = any(isinstance(v, dict) for v in (inputs, output_shapes, output_dtypes, outputs))
+    dict_form = (isinstance(inputs, dict) or isinstance(output_shapes, dict) or isinstance(output_dtypes, dict)
+                 or isinstance(outputs, dict))
     in_names, out_names, spec = kernel_constants(kernel)
     if dict_form:
         if in_names is None and isinstance(inputs, dict):

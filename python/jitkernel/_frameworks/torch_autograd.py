@@ -43,32 +43,30 @@ def register(torch, plan_of) -> None:
     _function = LaunchVjp
 
 
-def route(kernel, arrays, compiling: bool, writes_outputs: bool) -> str:
+def route(torch, kernel, arrays, compiling: bool, writes_outputs: bool) -> str:
     """How a call meets autograd: ``"none"`` (inputs detached, outputs outside autograd, as for a kernel without a
     backward), ``"op"`` (``launch_vjp`` and the op's formula) or ``"function"`` (``LaunchVjp``, for torch.func).
     TorchDynamo traces this (``compiling``): there torch.func's wrappers say requires_grad=False, so under a
-    transform the op's formula decides at its own level. A kernel without a backward is answered before any global
-    is read: TorchDynamo guards only ``kernel._vjp is None`` (so attaching a backward later recompiles)."""
-    if kernel._vjp is None:
-        return "none"
-    torch = _torch_module
-    if not torch.is_grad_enabled():
+    transform the op's formula decides at its own level. Dynamo guards what it reads here on every call: a kernel
+    without a backward is answered first (the guard is ``kernel._vjp is None``, so attaching a backward later
+    recompiles), and ``torch`` comes from the caller (read here as this module's global as well, Dynamo would check
+    in Python, on every call, that the two are one object)."""
+    if kernel._vjp is None or not torch.is_grad_enabled():
         return "none"
     if compiling:
         if not torch._C._are_functorch_transforms_active():
             return "op" if any(a.requires_grad for a in arrays) else "none"
-        _refuse_compiled_grad(kernel, arrays)
+        _refuse_compiled_grad(torch, kernel, arrays)
         return "none" if writes_outputs else "op"
     if torch._C._are_functorch_transforms_active():
         return "function" if any(requires_grad(a) for a in arrays) else "none"
     return "op" if any(a.requires_grad for a in arrays) else "none"
 
 
-def _refuse_compiled_grad(kernel, arrays) -> None:
+def _refuse_compiled_grad(torch, kernel, arrays) -> None:
     """torch.compile over torch.func.grad (or vjp, jacrev) of a kernel with a backward would reach the op's formula,
     which torch.func cannot use: refused while tracing, with what works instead. Grad's wrappers are told from vmap's
     (which work) by the one test TorchDynamo folds, ``is_batchedtensor``; grad over vmap still reaches the op."""
-    torch = _torch_module
     if not any(torch._C._functorch.is_batchedtensor(a) for a in arrays):
         raise ArgumentTypeError("inputs", f"kernel {kernel.name!r}: torch.func.grad / vjp inside torch.compile is not "
                                           f"supported for a kernel with a backward (torch.library's autograd "

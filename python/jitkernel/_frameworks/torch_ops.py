@@ -154,7 +154,7 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
     template_values = tuple((name, _constant(v)) for name, v in template) if template else ()
     record = _record(in_names, out_names, tuple(entries), tuple(_constant(d) for d in dtypes),
                      tuple(len(s) for s in shapes), template_values, init_value, bool(verbose), dict_form)
-    way = route(kernel, arrays, compiling(), outputs is not None)
+    way = route(torch, kernel, arrays, compiling(), outputs is not None)
     if way == "none":
         arrays = [a.detach() for a in arrays]
     if outputs is None:
