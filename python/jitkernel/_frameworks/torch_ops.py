@@ -21,7 +21,9 @@ torch.autograd and torch.func); ``torch.func.vmap`` runs the ops once per batch 
 from __future__ import annotations
 
 import atexit
+import os
 import sys
+import warnings
 from functools import lru_cache
 
 from .. import _core
@@ -85,15 +87,11 @@ def _register_cuda_kernels(torch) -> None:
     2.10 on) built with CUDA; without one the Python implementation runs CUDA calls too, and a warning says why."""
     if torch.version.cuda is None:
         return  # no CUDA tensors in this torch: nothing would reach the kernel
-    import os
-
     lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
     try:
         _core._register_torch_op_kernels([os.path.join(lib_dir, "libtorch_cpu.so"),
                                           os.path.join(lib_dir, "libtorch_cuda.so")])
     except JitKernelError as e:
-        import warnings
-
         warnings.warn(f"jitkernel: torch ops run through their Python implementation ({e})", RuntimeWarning,
                       stacklevel=2)
 
