@@ -70,6 +70,10 @@ def register(torch) -> None:
     # grad, so kernels without a backward take launch with detached inputs (outputs outside autograd, as eagerly).
     torch.library.register_autograd("jitkernel::launch_vjp", torch_autograd.backward,
                                     setup_context=torch_autograd.setup_context, lib=lib)
+    # ...and the others skip the autograd key outright: torch's fallback for ops without a formula walks every
+    # argument on each call only to find that no gradient flows.
+    for name in ("launch", "launch_into"):
+        lib.impl(name, torch.library.fallthrough_kernel, "Autograd")
     torch_autograd.register(torch, _plan)  # the same formula for torch.func, which the op's cannot serve
     torch_vmap.register(torch, lib, _launch_fake)  # torch.func.vmap: once per batch element
     _register_cuda_kernels(torch)
