@@ -15,6 +15,8 @@
 #   distbench  benchmarks/python/bench_distributed.py: a transformer block's training step under DDP and FSDP2 on
 #              1, 2 and 4 GPUs (jitkernel kernels vs Triton ops vs torch) and the JAX shard_map step; its tables go
 #              into the summary (JK_DIST_ARGS adds arguments, e.g. --quick)
+#   compiled   benchmarks/bench_compiled.py: a kernel call inside torch.compile (default, dynamic, reduce-overhead,
+#              with a backward) against a triton_op and Inductor's own code, in interleaved rounds (into bench.log)
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
 # Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
@@ -37,7 +39,7 @@ DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 DEFAULT_STEPS=(info build tests demo cpp bench first)
-ALL_STEPS=("${DEFAULT_STEPS[@]}" memcheck racecheck soak distbench)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled memcheck racecheck soak distbench)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -139,7 +141,7 @@ if wanted distbench; then
 \${JK_DIST_ARGS:-}"
 fi
 BENCH_DIR=$(mktemp -d)
-if wanted bench || wanted first; then
+if wanted bench || wanted first || wanted compiled; then
   rm -f "$OUT/bench.log" "$OUT/bench.json"
 fi
 if wanted bench; then
@@ -148,7 +150,10 @@ fi
 if wanted first; then
   run_step first 240 "$OUT/bench.log" "$PY benchmarks/python/bench_first_call.py --out '$BENCH_DIR'"
 fi
-# One JSON file back for both benchmarks: {"bench_launch": {...}, "bench_first_call": {...}}.
+if wanted compiled; then
+  run_step compiled 240 "$OUT/bench.log" "$PY benchmarks/bench_compiled.py --json '$BENCH_DIR/bench_compiled.json'"
+fi
+# One JSON file back for the benchmarks: {"bench_launch": {...}, "bench_first_call": {...}}.
 $PY - "$BENCH_DIR" "$OUT/bench.json" <<'EOF'
 import json, pathlib, sys
 found = {p.stem: json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json"))}

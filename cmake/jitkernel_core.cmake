@@ -14,7 +14,8 @@ function(jitkernel_add_core target cpp_dir generated_dir version)
        ${cpp_dir}/jitkernel/codegen/*.cpp
        ${cpp_dir}/jitkernel/cache/*.cpp
        ${cpp_dir}/jitkernel/engine/*.cpp
-       ${cpp_dir}/jitkernel/xla/*.cpp)
+       ${cpp_dir}/jitkernel/xla/*.cpp
+       ${cpp_dir}/jitkernel/torch_op/*.cpp)
   # cuda/ is split by stage into subfolders (driver, nvrtc, binary, memory, toolkit, ...).
   file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${cpp_dir}/jitkernel/cuda/*.cpp)
   list(APPEND sources ${cuda_sources})

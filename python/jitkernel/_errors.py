@@ -124,3 +124,19 @@ for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, Cud
              MetalNotAvailableError, CudaError, KernelFaultError, RecordError, BundleError):
     _cls.__module__ = "jitkernel"  # tracebacks show jitkernel.CompileError, the public name
 del _cls
+
+
+def from_op_message(message: str) -> JitKernelError | None:
+    """The jitkernel error a torch op's C++ implementation reported as ``RuntimeError("jitkernel.<class>: <text>")``
+    (cpp/jitkernel/torch_op/op_kernels.cpp), or None for any other message. An argument error's text starts with
+    its argument's name."""
+    head, sep, text = message.partition(": ")
+    if not sep or not head.startswith("jitkernel."):
+        return None
+    cls = globals().get(head[len("jitkernel."):])
+    if not (isinstance(cls, type) and issubclass(cls, JitKernelError)):
+        return None
+    if issubclass(cls, _NamesArgument):
+        argument, sep, rest = text.partition(": ")
+        return cls(argument, rest) if sep else cls(text)
+    return cls(text)

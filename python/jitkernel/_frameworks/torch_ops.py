@@ -21,14 +21,17 @@ torch.autograd and torch.func); ``torch.func.vmap`` runs the ops once per batch 
 from __future__ import annotations
 
 import atexit
+import os
 import sys
+import warnings
 from functools import lru_cache
 
 from .. import _core
 from .._dtypes import DType
-from .._errors import ArgumentError, ArgumentTypeError
+from .. import _errors
+from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels.cuda_kernel import kernel_for
-from . import graph_records, post_import, sharding, torch_autograd, torch_vmap
+from . import graph_records, post_import, torch_autograd, torch_vmap
 from .call_form import resolve
 from .sharding import dtensor_class_now
 from .torch_autograd import route
@@ -69,13 +72,49 @@ def register(torch) -> None:
     # grad, so kernels without a backward take launch with detached inputs (outputs outside autograd, as eagerly).
     torch.library.register_autograd("jitkernel::launch_vjp", torch_autograd.backward,
                                     setup_context=torch_autograd.setup_context, lib=lib)
+    # ...and the others skip the autograd key outright: torch's fallback for ops without a formula walks every
+    # argument on each call only to find that no gradient flows.
+    for name in ("launch", "launch_into"):
+        lib.impl(name, torch.library.fallthrough_kernel, "Autograd")
     torch_autograd.register(torch, _plan)  # the same formula for torch.func, which the op's cannot serve
     torch_vmap.register(torch, lib, _launch_fake)  # torch.func.vmap: once per batch element
+    _register_cuda_kernels(torch)
     # TorchDynamo is imported before anything is traced: marking the record then spares programs that never
     # compile the seconds of importing it.
     post_import.when_imported("torch._dynamo", _mark_record_constant)
     _library = lib
     atexit.register(_release_kernels)
+
+
+def _register_cuda_kernels(torch) -> None:
+    """Puts the ops' C++ implementation (cpp/jitkernel/torch_op/) under torch's CUDA dispatch key, so that a CUDA
+    call (a compiled graph's above all) goes from the dispatcher straight into the engine; the Python
+    implementations above stay for the other keys. It needs torch's stable C ABI with lists and strings (torch
+    2.10 on) built with CUDA; without one the Python implementation runs CUDA calls too, and a warning says why."""
+    if torch.version.cuda is None:
+        return  # no CUDA tensors in this torch: nothing would reach the kernel
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    try:
+        _core._register_torch_op_kernels([os.path.join(lib_dir, "libtorch_cpu.so"),
+                                          os.path.join(lib_dir, "libtorch_cuda.so")])
+    except JitKernelError as e:
+        warnings.warn(f"jitkernel: torch ops run through their Python implementation ({e})", RuntimeWarning,
+                      stacklevel=2)
+
+
+def run_op(op, *args):
+    """Calls one of the ops from Python (an eager traced call, autograd, vmap): an error of the ops' C++
+    implementation, which torch raises as RuntimeError("jitkernel.<class>: ..."), comes out as that jitkernel
+    class. (A compiled graph calls the op from generated code: there the RuntimeError is what surfaces.)"""
+    if compiling():
+        return op(*args)
+    try:
+        return op(*args)
+    except RuntimeError as e:
+        typed = _errors.from_op_message(str(e))
+        if typed is None:
+            raise
+        raise typed from None
 
 
 def _mark_record_constant(_dynamo) -> None:
@@ -159,15 +198,15 @@ def call(kernel, *, inputs, output_shapes, output_dtypes, grid, threadgroup, tem
         arrays = [a.detach() for a in arrays]
     if outputs is None:
         if way == "function":
-            results = torch_autograd.apply(spec, record, arrays, ints, floats)
+            results = run_op(torch_autograd.apply, spec, record, arrays, ints, floats)
         else:
             launch = torch.ops.jitkernel.launch_vjp if way == "op" else torch.ops.jitkernel.launch
-            results = launch(spec, record, arrays, ints, floats)
+            results = run_op(launch, spec, record, arrays, ints, floats)
     else:
         if way != "none":
             raise ArgumentError("outputs", "a kernel with a backward cannot write outputs= while autograd records "
                                            "it; omit outputs= (or run under torch.no_grad())")
-        torch.ops.jitkernel.launch_into(spec, record, arrays, ints, floats, outputs)
+        run_op(torch.ops.jitkernel.launch_into, spec, record, arrays, ints, floats, outputs)
         results = outputs
     return dict(zip(out_names, results)) if dict_form else list(results)
 
