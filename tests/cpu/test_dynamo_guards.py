@@ -234,3 +234,12 @@ def test_a_dtensor_is_refused_and_a_plain_subclass_passes(monkeypatch):
     torch._dynamo.reset()
     _, backend = _compile(_exp, torch.nn.Parameter(x, requires_grad=False))
     assert backend.launches() == ["jitkernel.launch"]
+
+
+def test_functions_added_to_the_traced_path_never_read_sys_modules():
+    # As tests/cpu/test_torch_ops.py checks for the others: walking sys.modules while Dynamo traces fails whenever
+    # an import changes it meanwhile.
+    from jitkernel._frameworks import call_form, torch_ops
+
+    for fn in (call_form.resolve, call_form.kernel_constants, sharding.dtensor_class_now, torch_ops.run_op):
+        assert "sys" not in fn.__code__.co_names and "modules" not in fn.__code__.co_names, fn.__qualname__
