@@ -296,6 +296,28 @@ def test_nvrtc_another_package_loaded_has_its_own_record(tmp_path, toolkit, wher
     assert probe(folder, **preload)["found"] == cold["found"]  # each process its own record
 
 
+@pytest.mark.parametrize("where", ["the library found", "a copy elsewhere"])
+def test_process_with_nvrtc_loaded_shares_the_record_of_that_file(tmp_path, toolkit, where):
+    """A process where another package (torch) loaded the very NVRTC file the record of a process without it names
+    uses that record (the search would return that file too): no search, the same compile key. Another NVRTC file
+    loaded (a copy elsewhere: another inode) never does: it searches and gets its own record."""
+    folder = tmp_path / "cache"
+    alone = probe(folder)
+    assert not alone["from_record"] and len(records(folder)) == 1
+    lib = toolkit.nvrtc_library if where == "the library found" else str(nvrtc_folder(tmp_path / "nvrtc", toolkit,
+                                                                                        copy=True))
+    preload = dict(JK_TEST_PRELOAD=os.pathsep.join([*toolkit.nvrtc_preload, lib]))
+    loaded = probe(folder, **preload)
+    if where == "the library found":
+        assert loaded["from_record"] and not loaded["pathfinder"] and loaded["hits"] == 1 and loaded["misses"] == 0
+        assert loaded["found"] == alone["found"] and loaded["key"] == alone["key"]
+        assert len(records(folder)) == 1
+    else:
+        assert not loaded["from_record"]
+        if "already" in loaded["found"][1]:  # found and recorded under the library it loaded
+            assert loaded["found"][0] == lib and len(records(folder)) == 2
+
+
 def test_missing_nvrtc_is_not_recorded(tmp_path, toolkit):
     folder = tmp_path / "cache"
     env = dict(os.environ, JITKERNEL_CACHE_DIR=str(folder), JITKERNEL_NVRTC_PATH=str(tmp_path / "libnvrtc.so.13"))

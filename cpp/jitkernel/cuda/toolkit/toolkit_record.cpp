@@ -104,6 +104,21 @@ std::optional<ToolkitRecord> parse_and_check(std::string_view payload) {
   return record;
 }
 
+// The record stored under `key` when it is valid (parse_and_check).
+std::optional<ToolkitRecord> load_checked(const cache::Key& key) {
+  std::optional<std::string> payload = cache::load_record(key);
+  if (!payload) return std::nullopt;
+  return parse_and_check(*payload);
+}
+
+// Whether each of the `loaded` libraries is the file at `library` now (stat
+// identity: device, inode, size, times).
+bool all_are(const Watched& loaded, const std::string& library) {
+  const std::string identity = cache::stat_identity(library);
+  return identity != "missing" &&
+         std::all_of(loaded.begin(), loaded.end(), [&](const auto& l) { return l.second == identity; });
+}
+
 }  // namespace
 
 Watched watch(const std::vector<std::string>& paths) {
@@ -157,9 +172,13 @@ bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
 
 std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded) {
-  std::optional<std::string> payload = cache::load_record(record_key(inputs, loaded));
-  if (!payload) return std::nullopt;
-  std::optional<ToolkitRecord> record = parse_and_check(*payload);
+  std::optional<ToolkitRecord> record = load_checked(record_key(inputs, loaded));
+  if (!record && !loaded.empty()) {
+    // The search would return the NVRTC already loaded; where that is the
+    // very file the search without it found, the answer is the same.
+    record = load_checked(record_key(inputs, {}));
+    if (record && !all_are(loaded, record->paths.nvrtc_library)) record.reset();
+  }
   if (record) remember_compiler_identity(record->paths, record->nvrtc_identity);
   return record;
 }

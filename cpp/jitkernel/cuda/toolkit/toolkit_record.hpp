@@ -61,8 +61,13 @@ struct ToolkitRecord {
 // The record stored for `inputs` and `loaded` (loaded_nvrtc() now) when
 // there is a valid one that watches every file it names and whose every
 // watched file and place is unchanged; nullopt otherwise (none, damaged,
-// stale, disk cache off). When there is one, compiler_identity() of its
-// paths is answered from it from now on (no file read).
+// stale, disk cache off). Without one for `loaded`, the valid record of a
+// search made with no NVRTC loaded, when each loaded library is the file it
+// names (a search returns the NVRTC already loaded, so the answer is that
+// same file: a process where torch loaded the NVRTC wheel jitkernel uses
+// shares the record of processes without torch). When there is one,
+// compiler_identity() of its paths is answered from it from now on (no file
+// read).
 std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded);
 
