@@ -30,7 +30,8 @@ folders and their nvidia/ subfolders, conda-meta, the CUDA roots, the loader cac
 it is used only while all of them are unchanged: installing, removing or replacing any of them makes the next process
 search again (and rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
 has to be compiled. The record only picks the files: compile keys still identify NVRTC by its ELF build-id (read when
-the record was written, from a file unchanged since) and every header a compile can read (cache/compile_key.hpp).
+the record was written, from a file unchanged since) and every header a compile can read (cache/compile_key.hpp;
+the heads of the toolkit headers that fingerprint the include folders come from the record too, each file watched).
 ``toolkit_info()`` always searches.
 """
 from __future__ import annotations
@@ -274,7 +275,7 @@ def search(loaded: list | None = None) -> Toolkit:
 
 # --- the persisted search result (cpp/jitkernel/cuda/toolkit/toolkit_record.hpp) -------------------------------------
 
-_RECORD_VERSION = "toolkit search 2"  # bump when search() changes what it finds or how it reports it
+_RECORD_VERSION = "toolkit search 3"  # bump when search() changes what it finds or how it reports it
 # Environment variables that choose where search() and cuda-pathfinder look (and which cuda-pathfinder is imported).
 # PYTHONUSERBASE and HOME place the user's site-packages folder.
 _INPUT_VARIABLES = ("JITKERNEL_NVRTC_PATH", "JITKERNEL_NO_PATHFINDER", "JITKERNEL_INCLUDE_PATH", "CUDA_HOME",

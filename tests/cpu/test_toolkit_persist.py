@@ -152,6 +152,20 @@ def test_record_layout(tmp_path, toolkit):
     watched = [value.split("\t", 1)[1] for name, value in lines if name == "watch"]
     for path in [toolkit.nvrtc_library, *toolkit.nvrtc_preload, *toolkit.include_dirs, "/etc/ld.so.cache"]:
         assert path in watched
+    # The heads of the headers that fingerprint each include folder in compile keys, each header watched.
+    heads = dict(reversed(value.split("\t", 1)) for name, value in lines if name == "head")
+    for folder_path in toolkit.include_dirs:
+        for header in ("cuda_fp16.hpp", "cuda_bf16.hpp", "cuda_runtime_api.h", "cuda/std/__cccl/version.h"):
+            path = os.path.join(folder_path, header)
+            assert heads[path] == head_fingerprint(path) and path in watched
+
+
+def head_fingerprint(path) -> str:
+    """What the core's compile keys fingerprint a toolkit header by: its size and the SHA-256 of its first 16 KiB."""
+    if not os.path.isfile(path):
+        return "missing"
+    with open(path, "rb") as f:
+        return f"size {os.path.getsize(path)} head {hashlib.sha256(f.read(16 * 1024)).hexdigest()}"
 
 
 def test_records_are_not_entries_and_are_cleared(tmp_path, monkeypatch, toolkit):
@@ -213,6 +227,30 @@ def test_modified_nvrtc_is_searched_and_keyed_anew(tmp_path, toolkit):
     assert not reinstalled["from_record"] and reinstalled["key"] == changed["key"] and reinstalled["hits"] == 1
 
 
+def test_changed_toolkit_header_is_searched_and_keyed_anew(tmp_path, toolkit):
+    """The heads of the toolkit headers come from the record only while each header is unchanged: a header edited in
+    place (same size) makes the next process search again and key anew (a miss), and the record is rewritten."""
+    folder, headers = tmp_path / "cache", tmp_path / "headers"
+    headers.mkdir()
+    cudart = next(d for d in toolkit.include_dirs if os.path.isfile(os.path.join(d, "cuda_runtime_api.h")))
+    header = headers / "cuda_runtime_api.h"  # makes the folder a toolkit folder, fingerprinted by heads
+    shutil.copyfile(os.path.join(cudart, "cuda_runtime_api.h"), header)
+    env = dict(JITKERNEL_INCLUDE_PATH=str(headers))
+    cold = probe(folder, **env)
+    warm = probe(folder, **env)
+    assert warm["from_record"] and warm["hits"] == 1 and warm["key"] == cold["key"]
+
+    data = bytearray(header.read_bytes())
+    at = data.index(b"Copyright")
+    data[at] = ord("c")  # inside the first comment: the same size, another head
+    header.write_bytes(bytes(data))
+    changed = probe(folder, **env)
+    assert not changed["from_record"] and changed["key"] != cold["key"]
+    assert changed["misses"] == 1 and changed["hits"] == 0 and changed["sha"] == cold["sha"]
+    again = probe(folder, **env)
+    assert again["from_record"] and again["key"] == changed["key"] and again["hits"] == 1
+
+
 def test_changed_search_place_is_searched(tmp_path, toolkit):
     folder, libs = tmp_path / "cache", tmp_path / "libs"
     libs.mkdir()
@@ -224,7 +262,7 @@ def test_changed_search_place_is_searched(tmp_path, toolkit):
     assert probe(folder, **env)["from_record"]
 
 
-@pytest.mark.parametrize("how", ["truncated", "wrong checksum", "edited payload"])
+@pytest.mark.parametrize("how", ["truncated", "wrong checksum", "edited payload", "unwatched head"])
 def test_damaged_record_is_searched_and_replaced(tmp_path, toolkit, how):
     folder = tmp_path / "cache"
     probe(folder)
@@ -234,8 +272,12 @@ def test_damaged_record_is_searched_and_replaced(tmp_path, toolkit, how):
         record.write_bytes(data[:len(data) // 2])
     elif how == "wrong checksum":
         record.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
-    else:  # a valid entry whose record names another library: the checksum is recomputed, the library is not ours
-        payload = data[96:].replace(b"library\t", b"library\t/tmp/evil", 1)
+    else:  # a valid entry whose record names another library or header head: the checksum is recomputed, the
+        # library (the header) is not among the watched files
+        if how == "edited payload":
+            payload = data[96:].replace(b"library\t", b"library\t/tmp/evil", 1)
+        else:
+            payload = data[96:] + b"head\tsize 1 head 00\t/tmp/evil/cuda_runtime_api.h\n"
         header = bytearray(data[:96])
         header[48:56] = len(payload).to_bytes(8, "little")
         header[56:88] = hashlib.sha256(payload).digest()
