@@ -359,7 +359,7 @@ def save(res, out):
 
 def jitkernel_failed(res):
     bad = [r for k in res.get("issue", {}).values() for n, r in k["rows"].items()
-           if n.startswith("jk") and ("error" in r or r.get("ms") is None)]
+           if n.startswith("jk") and "skipped" not in r and ("error" in r or r.get("ms") is None)]
     peers = res.get("peers", {}).get("jitkernel", {})
     return bool(bad) or any("error" in peers.get(x, {}) for x in ("cold", "diskwarm"))
 

@@ -24,12 +24,15 @@ should take, so ``resolve()`` keeps its result as a toolkit record in the compil
 CONDA_PREFIX, LD_LIBRARY_PATH, PYTHONPATH, the interpreter and its prefixes, what places the user's site-packages
 folder) and the NVRTC libraries the process has loaded before searching, each by path and stat identity
 (cuda-pathfinder returns an NVRTC that another package loaded, e.g. torch's: such a process gets its own record,
-which names that library, the file the core's dlopen then finds loaded); it holds the stat identities (device, inode, size, mtime, ctime) of the files found and of the places looked at (the site-packages
-folders and their nvidia/ subfolders, conda-meta, the CUDA roots, the loader cache, the LD_LIBRARY_PATH folders), and
-it is used only while all of them are unchanged: installing, removing or replacing any of them makes the next process
-search again (and rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
+which names that library, the file the core's dlopen then finds loaded -- unless that library is the very file the
+record of processes without it names, which it then shares); it holds the stat identities (device, inode, size,
+mtime, ctime) of the files found and of the places looked at (the site-packages folders and their nvidia/
+subfolders, conda-meta, the CUDA roots, the loader cache, the LD_LIBRARY_PATH folders), and it is used only while
+all of them are unchanged: installing, removing or replacing any of them makes the next process search again (and
+rewrite it). With a valid record neither cuda-pathfinder nor NVRTC is loaded until a kernel really
 has to be compiled. The record only picks the files: compile keys still identify NVRTC by its ELF build-id (read when
-the record was written, from a file unchanged since) and every header a compile can read (cache/compile_key.hpp).
+the record was written, from a file unchanged since) and every header a compile can read (cache/compile_key.hpp;
+the heads of the toolkit headers that fingerprint the include folders come from the record too, each file watched).
 ``toolkit_info()`` always searches.
 """
 from __future__ import annotations
@@ -273,7 +276,7 @@ def search(loaded: list | None = None) -> Toolkit:
 
 # --- the persisted search result (cpp/jitkernel/cuda/toolkit/toolkit_record.hpp) -------------------------------------
 
-_RECORD_VERSION = "toolkit search 2"  # bump when search() changes what it finds or how it reports it
+_RECORD_VERSION = "toolkit search 3"  # bump when search() changes what it finds or how it reports it
 # Environment variables that choose where search() and cuda-pathfinder look (and which cuda-pathfinder is imported).
 # PYTHONUSERBASE and HOME place the user's site-packages folder.
 _INPUT_VARIABLES = ("JITKERNEL_NVRTC_PATH", "JITKERNEL_NO_PATHFINDER", "JITKERNEL_INCLUDE_PATH", "CUDA_HOME",

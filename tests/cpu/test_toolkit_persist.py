@@ -152,6 +152,20 @@ def test_record_layout(tmp_path, toolkit):
     watched = [value.split("\t", 1)[1] for name, value in lines if name == "watch"]
     for path in [toolkit.nvrtc_library, *toolkit.nvrtc_preload, *toolkit.include_dirs, "/etc/ld.so.cache"]:
         assert path in watched
+    # The heads of the headers that fingerprint each include folder in compile keys, each header watched.
+    heads = dict(reversed(value.split("\t", 1)) for name, value in lines if name == "head")
+    for folder_path in toolkit.include_dirs:
+        for header in ("cuda_fp16.hpp", "cuda_bf16.hpp", "cuda_runtime_api.h", "cuda/std/__cccl/version.h"):
+            path = os.path.join(folder_path, header)
+            assert heads[path] == head_fingerprint(path) and path in watched
+
+
+def head_fingerprint(path) -> str:
+    """What the core's compile keys fingerprint a toolkit header by: its size and the SHA-256 of its first 16 KiB."""
+    if not os.path.isfile(path):
+        return "missing"
+    with open(path, "rb") as f:
+        return f"size {os.path.getsize(path)} head {hashlib.sha256(f.read(16 * 1024)).hexdigest()}"
 
 
 def test_records_are_not_entries_and_are_cleared(tmp_path, monkeypatch, toolkit):
@@ -213,6 +227,30 @@ def test_modified_nvrtc_is_searched_and_keyed_anew(tmp_path, toolkit):
     assert not reinstalled["from_record"] and reinstalled["key"] == changed["key"] and reinstalled["hits"] == 1
 
 
+def test_changed_toolkit_header_is_searched_and_keyed_anew(tmp_path, toolkit):
+    """The heads of the toolkit headers come from the record only while each header is unchanged: a header edited in
+    place (same size) makes the next process search again and key anew (a miss), and the record is rewritten."""
+    folder, headers = tmp_path / "cache", tmp_path / "headers"
+    headers.mkdir()
+    cudart = next(d for d in toolkit.include_dirs if os.path.isfile(os.path.join(d, "cuda_runtime_api.h")))
+    header = headers / "cuda_runtime_api.h"  # makes the folder a toolkit folder, fingerprinted by heads
+    shutil.copyfile(os.path.join(cudart, "cuda_runtime_api.h"), header)
+    env = dict(JITKERNEL_INCLUDE_PATH=str(headers))
+    cold = probe(folder, **env)
+    warm = probe(folder, **env)
+    assert warm["from_record"] and warm["hits"] == 1 and warm["key"] == cold["key"]
+
+    data = bytearray(header.read_bytes())
+    at = data.index(b"Copyright")
+    data[at] = ord("c")  # inside the first comment: the same size, another head
+    header.write_bytes(bytes(data))
+    changed = probe(folder, **env)
+    assert not changed["from_record"] and changed["key"] != cold["key"]
+    assert changed["misses"] == 1 and changed["hits"] == 0 and changed["sha"] == cold["sha"]
+    again = probe(folder, **env)
+    assert again["from_record"] and again["key"] == changed["key"] and again["hits"] == 1
+
+
 def test_changed_search_place_is_searched(tmp_path, toolkit):
     folder, libs = tmp_path / "cache", tmp_path / "libs"
     libs.mkdir()
@@ -224,7 +262,7 @@ def test_changed_search_place_is_searched(tmp_path, toolkit):
     assert probe(folder, **env)["from_record"]
 
 
-@pytest.mark.parametrize("how", ["truncated", "wrong checksum", "edited payload"])
+@pytest.mark.parametrize("how", ["truncated", "wrong checksum", "edited payload", "unwatched head"])
 def test_damaged_record_is_searched_and_replaced(tmp_path, toolkit, how):
     folder = tmp_path / "cache"
     probe(folder)
@@ -234,8 +272,12 @@ def test_damaged_record_is_searched_and_replaced(tmp_path, toolkit, how):
         record.write_bytes(data[:len(data) // 2])
     elif how == "wrong checksum":
         record.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
-    else:  # a valid entry whose record names another library: the checksum is recomputed, the library is not ours
-        payload = data[96:].replace(b"library\t", b"library\t/tmp/evil", 1)
+    else:  # a valid entry whose record names another library or header head: the checksum is recomputed, the
+        # library (the header) is not among the watched files
+        if how == "edited payload":
+            payload = data[96:].replace(b"library\t", b"library\t/tmp/evil", 1)
+        else:
+            payload = data[96:] + b"head\tsize 1 head 00\t/tmp/evil/cuda_runtime_api.h\n"
         header = bytearray(data[:96])
         header[48:56] = len(payload).to_bytes(8, "little")
         header[56:88] = hashlib.sha256(payload).digest()
@@ -294,6 +336,28 @@ def test_nvrtc_another_package_loaded_has_its_own_record(tmp_path, toolkit, wher
     assert again["found"] == alone["found"] and again["hits"] == 1
     assert len(records(folder)) == 2
     assert probe(folder, **preload)["found"] == cold["found"]  # each process its own record
+
+
+@pytest.mark.parametrize("where", ["the library found", "a copy elsewhere"])
+def test_process_with_nvrtc_loaded_shares_the_record_of_that_file(tmp_path, toolkit, where):
+    """A process where another package (torch) loaded the very NVRTC file the record of a process without it names
+    uses that record (the search would return that file too): no search, the same compile key. Another NVRTC file
+    loaded (a copy elsewhere: another inode) never does: it searches and gets its own record."""
+    folder = tmp_path / "cache"
+    alone = probe(folder)
+    assert not alone["from_record"] and len(records(folder)) == 1
+    lib = toolkit.nvrtc_library if where == "the library found" else str(nvrtc_folder(tmp_path / "nvrtc", toolkit,
+                                                                                        copy=True))
+    preload = dict(JK_TEST_PRELOAD=os.pathsep.join([*toolkit.nvrtc_preload, lib]))
+    loaded = probe(folder, **preload)
+    if where == "the library found":
+        assert loaded["from_record"] and not loaded["pathfinder"] and loaded["hits"] == 1 and loaded["misses"] == 0
+        assert loaded["found"] == alone["found"] and loaded["key"] == alone["key"]
+        assert len(records(folder)) == 1
+    else:
+        assert not loaded["from_record"]
+        if "already" in loaded["found"][1]:  # found and recorded under the library it loaded
+            assert loaded["found"][0] == lib and len(records(folder)) == 2
 
 
 def test_missing_nvrtc_is_not_recorded(tmp_path, toolkit):

@@ -38,6 +38,22 @@ struct IncludeFolder {
   bool toolkit = false;
 };
 
+std::mutex g_heads_mutex;
+// Header path -> its head_fingerprint, as remember_toolkit_heads() was told.
+std::unordered_map<std::string, std::string>& remembered_heads() {
+  static auto* heads = new std::unordered_map<std::string, std::string>;  // used until exit
+  return *heads;
+}
+
+std::string head_of(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(g_heads_mutex);
+    auto it = remembered_heads().find(path);
+    if (it != remembered_heads().end()) return it->second;
+  }
+  return head_fingerprint(path, kHeadBytes);
+}
+
 // Once per process per folder.
 const IncludeFolder& include_folder(const std::string& dir) {
   static std::mutex mutex;
@@ -49,7 +65,7 @@ const IncludeFolder& include_folder(const std::string& dir) {
   }
   IncludeFolder f;
   for (const char* header : kToolkitHeaders) {
-    const std::string identity = head_fingerprint(dir + "/" + header, kHeadBytes);
+    const std::string identity = head_of(dir + "/" + header);
     f.fingerprint += std::string(header) + ": " + identity + "\n";
     for (const char* marker : kToolkitMarkers)
       if (identity != "missing" && std::string_view(header) == marker) f.toolkit = true;
@@ -59,6 +75,19 @@ const IncludeFolder& include_folder(const std::string& dir) {
 }
 
 }  // namespace
+
+std::vector<std::string> toolkit_header_paths(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const char* header : kToolkitHeaders) paths.push_back(dir + "/" + header);
+  return paths;
+}
+
+std::string toolkit_head(const std::string& path) { return head_fingerprint(path, kHeadBytes); }
+
+void remember_toolkit_heads(const std::vector<std::pair<std::string, std::string>>& heads) {
+  std::lock_guard<std::mutex> lock(g_heads_mutex);
+  for (const auto& [path, head] : heads) remembered_heads().insert_or_assign(path, head);
+}
 
 CompileKey compile_key(const CompileKeyFields& in) {
   IncludeSearch search;

@@ -11,8 +11,10 @@
 //                         instead by its content fingerprint, not its path:
 //                         the size and the first 16 KiB of the headers that
 //                         pull in the rest and of the version headers, taken
-//                         once per process (so the same toolkit installed at
-//                         another path or time gives the same key; an in-place
+//                         once per process or given by the toolkit record,
+//                         which watches those files (so the same toolkit
+//                         installed at another path or time gives the same
+//                         key; an in-place
 //                         edit of a toolkit header that keeps its size is not
 //                         noticed, reinstalling another version is); an
 //                         option naming a toolkit folder ("-I<path>") is
@@ -31,6 +33,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "jitkernel/cache/include_closure.hpp"
@@ -77,5 +80,16 @@ struct CompileKey {
 // the include closure): a few stat calls, and the content of files outside
 // the toolkit's folders, hashed once per process while unchanged.
 CompileKey compile_key(const CompileKeyFields& fields);
+
+// The headers whose heads fingerprint include folder `dir` (whether they
+// exist or not), and the head fingerprint of one of them (read now).
+std::vector<std::string> toolkit_header_paths(const std::string& dir);
+std::string toolkit_head(const std::string& path);
+
+// Makes the folder fingerprints of this process take each header's head
+// from `heads` ((path, toolkit_head(path)) pairs) instead of reading it: for
+// a toolkit record (cuda/toolkit/toolkit_record.hpp) that read them with
+// toolkit_head() and has checked since that the files are unchanged.
+void remember_toolkit_heads(const std::vector<std::pair<std::string, std::string>>& heads);
 
 }  // namespace jk::cache

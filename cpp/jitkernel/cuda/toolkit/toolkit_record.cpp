@@ -1,7 +1,7 @@
 // The toolkit record of toolkit_record.hpp. Its payload is text, one field a
 // line, "<name>\t<value>" (a value runs to the end of its line):
 //   library <path>    preload <path>    include <folder>    identity <text>
-//   note <text>       watch <stat identity>\t<path>
+//   note <text>       watch <stat identity>\t<path>    head <head>\t<path>
 // The entry format around it (disk_cache.hpp records) carries the checksum.
 #include "jitkernel/cuda/toolkit/toolkit_record.hpp"
 
@@ -13,6 +13,7 @@
 #include <set>
 #include <string_view>
 
+#include "jitkernel/cache/compile_key.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/file_identity.hpp"
 #include "jitkernel/cache/key_builder.hpp"
@@ -85,6 +86,10 @@ std::optional<ToolkitRecord> parse_and_check(std::string_view payload) {
       has_identity = true;
     } else if (name == "note") {
       record.notes.emplace_back(value);
+    } else if (name == "head") {
+      std::string_view head, path;
+      if (!split_tab(value, head, path)) return std::nullopt;
+      record.heads.emplace_back(path, head);
     } else if (name == "watch") {
       std::string_view identity, path;
       if (!split_tab(value, identity, path)) return std::nullopt;
@@ -99,9 +104,26 @@ std::optional<ToolkitRecord> parse_and_check(std::string_view payload) {
   const ToolkitPaths& p = record.paths;
   if (unwatched(p.nvrtc_library) ||
       std::any_of(p.nvrtc_preload.begin(), p.nvrtc_preload.end(), unwatched) ||
-      std::any_of(p.include_dirs.begin(), p.include_dirs.end(), unwatched))
+      std::any_of(p.include_dirs.begin(), p.include_dirs.end(), unwatched) ||
+      std::any_of(record.heads.begin(), record.heads.end(),
+                  [&](const auto& h) { return unwatched(h.first); }))
     return std::nullopt;
   return record;
+}
+
+// The record stored under `key` when it is valid (parse_and_check).
+std::optional<ToolkitRecord> load_checked(const cache::Key& key) {
+  std::optional<std::string> payload = cache::load_record(key);
+  if (!payload) return std::nullopt;
+  return parse_and_check(*payload);
+}
+
+// Whether each of the `loaded` libraries is the file at `library` now (stat
+// identity: device, inode, size, times).
+bool all_are(const Watched& loaded, const std::string& library) {
+  const std::string identity = cache::stat_identity(library);
+  return identity != "missing" &&
+         std::all_of(loaded.begin(), loaded.end(), [&](const auto& l) { return l.second == identity; });
 }
 
 }  // namespace
@@ -130,10 +152,21 @@ bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
   std::vector<std::string> found = {paths.nvrtc_library};
   found.insert(found.end(), paths.nvrtc_preload.begin(), paths.nvrtc_preload.end());
   found.insert(found.end(), paths.include_dirs.begin(), paths.include_dirs.end());
+  std::vector<std::string> headers;
+  for (const std::string& dir : paths.include_dirs) {
+    for (std::string& header : cache::toolkit_header_paths(dir)) headers.push_back(std::move(header));
+  }
+  found.insert(found.end(), headers.begin(), headers.end());
   const Watched files = watch(found);
   const std::string identity = library_identity(paths);
   if (identity.empty()) return false;
   remember_compiler_identity(paths, identity);  // what compiler_identity() would read again
+  std::vector<std::pair<std::string, std::string>> heads;
+  for (const std::string& header : headers) {
+    std::string head = cache::toolkit_head(header);
+    if (head != "unreadable") heads.emplace_back(header, std::move(head));  // else read again
+  }
+  cache::remember_toolkit_heads(heads);  // what compile keys would read again
 
   std::string payload(kFirstLine);
   payload += '\n';
@@ -147,6 +180,7 @@ bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
   for (const auto& dir : paths.include_dirs) field("include", dir);
   add_field(payload, "identity", identity);
   for (const auto& note : notes) field("note", note);
+  for (const auto& [path, head] : heads) field("head", head + "\t" + path);
   for (const Watched* list : {&files, &places}) {
     for (const auto& [path, id] : *list) field("watch", id + "\t" + path);
   }
@@ -157,10 +191,17 @@ bool store_toolkit_record(const std::string& inputs, const Watched& loaded,
 
 std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded) {
-  std::optional<std::string> payload = cache::load_record(record_key(inputs, loaded));
-  if (!payload) return std::nullopt;
-  std::optional<ToolkitRecord> record = parse_and_check(*payload);
-  if (record) remember_compiler_identity(record->paths, record->nvrtc_identity);
+  std::optional<ToolkitRecord> record = load_checked(record_key(inputs, loaded));
+  if (!record && !loaded.empty()) {
+    // The search would return the NVRTC already loaded; where that is the
+    // very file the search without it found, the answer is the same.
+    record = load_checked(record_key(inputs, {}));
+    if (record && !all_are(loaded, record->paths.nvrtc_library)) record.reset();
+  }
+  if (record) {
+    remember_compiler_identity(record->paths, record->nvrtc_identity);
+    cache::remember_toolkit_heads(record->heads);
+  }
   return record;
 }
 

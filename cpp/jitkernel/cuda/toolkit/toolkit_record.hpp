@@ -12,9 +12,10 @@
 // the files found and of every place the search looked; the record is used
 // only while each of those is unchanged, so a new, removed or replaced
 // library, header folder or package makes the searcher search again. The
-// recorded NVRTC identity goes into compile keys without reading the file
-// again: a file whose device, inode, size, mtime and ctime (which cannot be
-// set back) are unchanged has not been written or replaced since.
+// recorded NVRTC identity, and the heads of the toolkit headers that
+// fingerprint the include folders, go into compile keys without reading the
+// files again: a file whose device, inode, size, mtime and ctime (which
+// cannot be set back) are unchanged has not been written or replaced since.
 #pragma once
 
 #include <optional>
@@ -56,13 +57,22 @@ struct ToolkitRecord {
   ToolkitPaths paths;
   std::vector<std::string> notes;
   std::string nvrtc_identity;  // library_identity(paths) when it was stored
+  // (path, cache::toolkit_head(path)) of the headers that fingerprint the
+  // include folders in compile keys (cache/compile_key.hpp), read when it
+  // was stored.
+  std::vector<std::pair<std::string, std::string>> heads;
 };
 
 // The record stored for `inputs` and `loaded` (loaded_nvrtc() now) when
 // there is a valid one that watches every file it names and whose every
 // watched file and place is unchanged; nullopt otherwise (none, damaged,
-// stale, disk cache off). When there is one, compiler_identity() of its
-// paths is answered from it from now on (no file read).
+// stale, disk cache off). Without one for `loaded`, the valid record of a
+// search made with no NVRTC loaded, when each loaded library is the file it
+// names (a search returns the NVRTC already loaded, so the answer is that
+// same file: a process where torch loaded the NVRTC wheel jitkernel uses
+// shares the record of processes without torch). When there is one,
+// compiler_identity() of its paths and the include folders' header heads
+// are answered from it from now on (no file read).
 std::optional<ToolkitRecord> load_toolkit_record(const std::string& inputs,
                                                  const Watched& loaded);
 
