@@ -106,7 +106,8 @@ else:
         except ArgumentTypeError as e:
             # A traced array cannot be read eagerly (a FakeTensor under make_fx, a JAX tracer): the test the
             # Python path of kernels without names makes (no backward here) tells it from a wrong argument.
-            if e.argument not in ("inputs", "outputs") or not KernelFront._traced(None, inputs, outputs):
+            if e.argument not in ("inputs", "outputs", "scalars") or not KernelFront._traced(None, inputs,
+                                                                                             outputs):
                 raise
         return call_routes.precompiled(*call)
 
