@@ -1,6 +1,7 @@
 """The torch ops' C++ implementation under torch's CUDA dispatch key (cpp/jitkernel/torch_op/): registered at import,
-called by compiled graphs, checked as strictly as the Python one (counts, dtypes, ranks) with jitkernel's error type
-in torch's message, writing on torch's current stream into outputs from torch's allocator."""
+checked as strictly as the Python one (counts, dtypes, ranks) with jitkernel's error type in torch's message,
+writing on torch's current stream into outputs from torch's allocator; and the direct launch compiled graphs call in
+its place (cpp/bindings/call/graph_launch.cpp), which raises jitkernel's own exceptions."""
 import numpy as np
 import pytest
 
@@ -90,7 +91,7 @@ def test_bad_arguments_raise_naming_what_is_wrong():
     torch.testing.assert_close(y, _expected(torch, x, 1.0, 1))
 
 
-def test_compiled_dynamic_shapes_run_the_cpp_kernel_for_each_size():
+def test_compiled_dynamic_shapes_launch_for_each_size():
     torch = need("torch")
 
     def f(x, a, b):
@@ -112,3 +113,30 @@ def test_two_gpus_allocate_on_the_inputs_device():
     y, n = torch.ops.jitkernel.launch.default(spec, record, [x], ints, floats)
     assert y.device == x.device and n.device == x.device
     torch.testing.assert_close(y, _expected(torch, x, 3.0, 0))
+
+
+def test_a_compiled_graph_raises_jitkernels_own_errors():
+    torch = need("torch")
+    broken = jk.cuda_kernel(name="op_broken", input_names=["x"], output_names=["y"],
+                            source=INDEX + "y[i] = x[i] +;")
+    f = torch.compile(lambda x: broken(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype],
+                                       grid=(x.numel(), 1, 1), threadgroup=(64, 1, 1))[0], fullgraph=True)
+    with pytest.raises(jk.CompileError, match="op_broken"):
+        f(torch.randn(64, device="cuda"))
+
+
+def test_the_direct_launch_matches_the_op():
+    torch = need("torch")
+    from jitkernel import _core
+
+    x = torch.randn(40, 3, device="cuda")
+    spec, record, ints, floats = _texts(torch, x, 0.25, -4)
+    y, n = _core._torch_graph_launch(spec, record, [x], ints, floats)
+    y2, n2 = torch.ops.jitkernel.launch.default(spec, record, [x], ints, floats)
+    torch.testing.assert_close(y, y2)
+    assert int(n.item()) == int(n2.item()) == 120
+    out = [torch.empty_like(y), torch.empty_like(n)]
+    assert _core._torch_graph_launch(spec, record, [x], ints, floats, out) is None
+    torch.testing.assert_close(out[0], y)
+    with pytest.raises(jk.ArgumentError, match="float64 with 2 dims"):
+        _core._torch_graph_launch(spec, record, [x.double()], ints, floats)

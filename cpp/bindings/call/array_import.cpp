@@ -103,6 +103,20 @@ nb::object call_dlpack(nb::handle obj, TypeInfo& info, nb::handle stream) {
 
 }  // namespace
 
+// Tensor.is_neg(t), through the cached unbound method (no bound-method object per call).
+bool torch_is_neg(nb::handle t) {
+  FrameworkCache& fc = framework_cache();
+  if (!fc.torch_is_neg.is_valid())
+    fc.torch_is_neg = nb::module_::import_("torch").attr("Tensor").attr("is_neg");
+  PyObject* r = PyObject_CallOneArg(fc.torch_is_neg.ptr(), t.ptr());
+  if (r == nullptr) throw nb::python_error();
+  const int truth = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (truth < 0) throw nb::python_error();
+  return truth == 1;
+}
+
+
 // Consumes the DLPack export of `obj` (ordered on `stream` for device arrays).
 ImportedTensor dlpack_import(nb::handle obj, TypeInfo& info, std::optional<std::uintptr_t> stream,
                              Borrowed& borrowed, const char* argument, const ItemRef& where) {
@@ -145,19 +159,6 @@ std::pair<int, int> dlpack_device(nb::handle obj, const char* argument, const It
       throw ArgumentError(argument, complaint() + " in 0..2**31-1");
   }
   return {static_cast<int>(v[0]), static_cast<int>(v[1])};
-}
-
-// Tensor.is_neg(t), through the cached unbound method (no bound-method object per call).
-bool torch_is_neg(nb::handle t) {
-  FrameworkCache& fc = framework_cache();
-  if (!fc.torch_is_neg.is_valid())
-    fc.torch_is_neg = nb::module_::import_("torch").attr("Tensor").attr("is_neg");
-  PyObject* r = PyObject_CallOneArg(fc.torch_is_neg.ptr(), t.ptr());
-  if (r == nullptr) throw nb::python_error();
-  const int truth = PyObject_IsTrue(r);
-  Py_DECREF(r);
-  if (truth < 0) throw nb::python_error();
-  return truth == 1;
 }
 
 // An exact torch.Tensor read through its attributes instead of DLPack: valid

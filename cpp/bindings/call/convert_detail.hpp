@@ -67,6 +67,9 @@ struct FrameworkCache {
 };
 FrameworkCache& framework_cache();
 
+// Tensor.is_neg(t): a lazily negated view, whose raw memory holds -values (array_import.cpp).
+bool torch_is_neg(nb::handle t);
+
 // getattr(obj, name) when present; nullopt on AttributeError (as hasattr
 // answers), other errors raised as nb::python_error.
 std::optional<nb::object> optional_attr(nb::handle obj, const char* name);

@@ -41,7 +41,18 @@ def kernel_constants(kernel) -> tuple:
     return kernel.input_names, kernel.output_names, kernel._spec
 
 
-post_import.when_imported("torch._dynamo", lambda dynamo: dynamo.assume_constant_result(kernel_constants))
+def _mark_kernel_constants(dynamo) -> None:
+    """Marks ``kernel_constants`` where TorchDynamo takes a constant result of a non-constant argument (torch 2.13
+    on; torch 2.11 refuses it: "UserDefinedObjectVariable(CudaKernel) is not a constant"). Before, it is traced as
+    plain attribute reads, guarded by value (string compares in C++, a few more guards)."""
+    import torch  # imported already: this runs when torch._dynamo is
+
+    version = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2] if part.isdigit())
+    if version >= (2, 13):
+        dynamo.assume_constant_result(kernel_constants)  # marks the function itself
+
+
+post_import.when_imported("torch._dynamo", _mark_kernel_constants)
 
 
 def _ordered(value, names):

@@ -32,7 +32,7 @@ from .. import _errors
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels.cuda_kernel import kernel_for
 from .._kernels.precompiled import entry_for, is_entry_text
-from . import graph_records, post_import, torch_autograd, torch_vmap
+from . import graph_records, post_import, torch_inductor, torch_autograd, torch_vmap
 from .call_form import resolve
 from .sharding import dtensor_class_now
 from .torch_autograd import route
@@ -80,6 +80,7 @@ def register(torch) -> None:
     torch_autograd.register(torch, _plan)  # the same formula for torch.func, which the op's cannot serve
     torch_vmap.register(torch, lib, _launch_fake)  # torch.func.vmap: once per batch element
     _register_cuda_kernels(torch)
+    torch_inductor.register()  # compiled graphs launch directly, without the dispatcher
     # TorchDynamo is imported before anything is traced: marking the record then spares programs that never
     # compile the seconds of importing it.
     post_import.when_imported("torch._dynamo", _mark_record_constant)
