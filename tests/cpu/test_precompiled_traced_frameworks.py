@@ -164,3 +164,32 @@ def test_make_fx_symbolic_keeps_sizes_symbolic(cubin):
     (node,) = launches(graph)
     check_strings(node, cubin)
     assert any(not isinstance(v, int) for v in node.args[3])
+
+
+def test_inductor_writes_a_direct_launch_and_the_cpp_call_site_builds(cubin):
+    """Inductor (the default backend) writes the op as extern_kernels.jitkernel_launch; running it builds the C++
+    call site of the precompiled text (decoded, binary parsed, entry and parameters checked) before it refuses
+    the CPU tensor."""
+    pytest.importorskip("torch._inductor.codegen.custom_extern_kernel_codegen")
+    import pathlib
+
+    from torch._inductor.codecache import PyCodeCache
+
+    torch._dynamo.reset()
+    before = len(PyCodeCache.modules)
+    with pytest.raises(jk.ArgumentTypeError, match=r"inputs\[0\]: a traced jitkernel call runs on CUDA tensors"):
+        torch.compile(lambda x: axpy(cubin, x)[0] + 1, fullgraph=True)(torch.ones(8))
+    code = "\n".join(pathlib.Path(m.__file__).read_text() for m in PyCodeCache.modules[before:]
+                     if getattr(m, "__file__", None))
+    assert "extern_kernels.jitkernel_launch('{\"jitkernel_kernel\":2,\"backend\":\"precompiled\"" in code
+
+
+def test_cpp_call_site_refuses_a_bad_precompiled_text(cubin):
+    graph = make_fx(lambda x: axpy(cubin, x)[0], tracing_mode="fake")(torch.ones(8))
+    (node,) = launches(graph)
+    kernel, call, ints, floats = node.args[0], node.args[1], list(node.args[3]), list(node.args[4])
+    for bad, argument, message in ((kernel.replace('"name":"axpy"', '"name":"axpz"'), "name", "no entry point"),
+                                   (kernel.replace('"format":"cubin"', '"format":"ptx"'), "kernel", "format:")):
+        with pytest.raises(jk.ArgumentError, match=message) as e:
+            _core._torch_graph_launch(bad, call, [], ints, floats)
+        assert e.value.argument == argument
