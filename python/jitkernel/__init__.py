@@ -59,6 +59,7 @@ from ._kernels.metal_kernel import MetalKernel, MetalKernelFunction, metal_kerne
 from ._kernels.precompiled import precompiled_cuda_kernel
 from ._frameworks import jax_call as _jax_call, post_import as _post_import, torch_ops as _torch_ops
 from ._frameworks import traced_call as _traced_call
+from ._frameworks import precompiled_call as _precompiled_call
 from ._frameworks.sharding import sharded
 from ._fleet.cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
 from ._fleet.placeholders import ShapeDtype
@@ -117,10 +118,13 @@ def _install() -> None:
     # A call on traced arrays (or one torch autograd records) leaves the eager path for its framework's op; and
     # TorchDynamo, which reads type(kernel).__call__, finds the Python function it can trace (traced_call.py).
     _call_routes.traced = _traced_call.call
+    _call_routes.precompiled = _precompiled_call.call
+    _call_routes.compiling = _torch_ops.compiling
     _traced_call.expose_to_dynamo(CudaKernel)
     # The torch.library ops, once torch is imported (now, if it is): torch.compile, torch.export and autograd find
     # jitkernel's kernels as ops, and an exported program loads after `import jitkernel` (_frameworks/torch_ops.py).
     _post_import.when_imported("torch", _torch_ops.register)
+    _post_import.when_imported("torch", _precompiled_call.register)
     # The XLA FFI target, once jax is imported: jitted programs (also ones from JAX's cache) find it
     # (_frameworks/jax_call.py).
     _post_import.when_imported("jax", _jax_call.register)

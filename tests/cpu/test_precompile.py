@@ -253,7 +253,7 @@ HOSTILE = {
     'duplicate key "call"': dump(GOOD)[:-1] + ',"call":{}}',
     "format 1 is not the one": variant(jitkernel_record=1),
     "format ? is not the one": variant(jitkernel_record=True),
-    'only "cuda" kernels': variant(kernel__backend="metal"),
+    'expected "cuda" or "precompiled"': variant(kernel__backend="metal"),
     "jitkernel_record: missing": dump([GOOD]),
     'unknown field "extra"': variant(extra=1),
     "shared_memory: expected an int, got a bool": variant(kernel__shared_memory=False),

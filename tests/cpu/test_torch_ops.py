@@ -248,7 +248,7 @@ _BAD_OP_STRINGS = [
     ("kernel", lambda spec, rec: spec.update(eval="os.system"), 'unknown field "eval"'),
     ("kernel", lambda spec, rec: spec.update(jitkernel_kernel=1), "format 1 is not the one this jitkernel reads"),
     ("kernel", lambda spec, rec: spec.__delitem__("jitkernel_kernel"), "jitkernel_kernel: missing"),
-    ("kernel", lambda spec, rec: spec.update(backend="metal"), 'only "cuda" kernels'),
+    ("kernel", lambda spec, rec: spec.update(backend="metal"), 'expected "cuda" or "precompiled"'),
     ("kernel", lambda spec, rec: spec.update(compile_options={"math_mode": "turbo"}),
      'compile_options.math_mode: expected "fast" or "safe"'),
     ("kernel", lambda spec, rec: spec.update(compile_options={"eval": 1}), 'unknown option "eval"'),

@@ -14,6 +14,7 @@
 #include "call/convert.hpp"
 #include "services/hooks.hpp"
 #include "call/launch_options.hpp"
+#include "call/traced_call.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/binary/binary_image.hpp"
@@ -71,6 +72,9 @@ nb::list call(const std::string& name, const nb::bytes& compiled_source, nb::han
               nb::handle grid, nb::handle threadgroup, int shared_memory, nb::handle init_value,
               bool ensure_row_contiguous, nb::handle stream, nb::handle outputs, nb::handle cooperative,
               nb::handle cluster) {
+  // A traced input sends the call to its framework's op (precompiled.py) before any size is read: a symbolic
+  // one read as an int here would be pinned to its current value.
+  reject_traced_inputs(inputs);
   cuda::PrecompiledCall pc;
   pc.name = name;
   pc.compiled_source.assign(compiled_source.c_str(), compiled_source.size());

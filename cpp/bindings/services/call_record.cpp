@@ -2,7 +2,8 @@
 // traced front writes (the kernel, the call; the torch op carries them as
 // its string arguments, XLA as one record), and their decoding back into
 // what Python rebuilds a kernel and a call from. One codec, in C++; Python
-// never parses these texts itself.
+// never parses these texts itself. A precompiled kernel's text carries its
+// binary: its format is read from the bytes here, never taken on trust.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -16,6 +17,8 @@
 #include "call/template_args.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/text.hpp"
+#include "jitkernel/cuda/binary/binary_image.hpp"
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 #include "jitkernel/engine/call_record.hpp"
 
 namespace jk::py {
@@ -100,6 +103,44 @@ std::string encode_kernel_py(const std::string& name, nb::handle input_names, nb
   k.spec.cuda_options = compile_options_arg(compile_options);
   if (!backward.is_none()) k.backward = nb::cast<std::string>(backward);
   return encode_kernel(k);
+}
+
+// precompiled_cuda_kernel's entry as kernel text: `scalars` of the call's inputs, its last, pass by value.
+std::string encode_precompiled_py(const std::string& name, const nb::bytes& binary, int scalars,
+                                  bool ensure_row_contiguous, int shared_memory) {
+  if (binary.size() > kMaxRecordedBinaryBytes) {
+    throw ArgumentError("compiled_source", "a traced call carries its binary in the graph, up to " +
+                                               std::to_string(kMaxRecordedBinaryBytes >> 20) + " MiB; this one is " +
+                                               std::to_string(binary.size()) + " bytes");
+  }
+  if (scalars < 0 || shared_memory < 0) throw ArgumentError("scalars", "counts and sizes must be >= 0");
+  RecordedKernel k;
+  k.names_given = false;
+  k.spec.name = name;
+  k.spec.ensure_row_contiguous = ensure_row_contiguous;
+  k.spec.shared_memory = shared_memory;
+  RecordedBinary& b = k.binary.emplace();
+  b.bytes.assign(binary.c_str(), binary.size());
+  b.format = cuda::binary_format_name(cuda::parse_binary(b.bytes).format);  // ArgumentError("compiled_source")
+  b.scalars = scalars;
+  return encode_kernel(k);
+}
+
+// A recorded precompiled call's checks that need no GPU: the kernel and call fit (check_kernel_call), the
+// binary is its recorded format and names the entry, whose parameter sizes match the call.
+void check_recorded_py(std::string_view kernel_text, std::string_view call_text) {
+  const RecordedKernel k = decode_kernel(kernel_text, "kernel");
+  const RecordedCall c = decode_call(call_text, "call");
+  check_kernel_call(k, c, "call");
+  if (!k.binary) return;
+  KernelCall args;
+  std::vector<Scalar> scalars;
+  for (const RecordedInput& in : c.inputs) {
+    if (in.is_scalar) scalars.push_back(Scalar{*in.dtype, {}});
+    else args.inputs.emplace_back(ArrayView{});
+  }
+  args.output_shapes.resize(c.outputs.size());
+  cuda::check_precompiled(cuda::recorded_entry(k, "kernel"), args, scalars);
 }
 
 std::string encode_call_py(nb::handle input_names, nb::handle output_names, nb::handle inputs, nb::handle outputs,
@@ -189,8 +230,22 @@ nb::dict options_object(const CudaCompileOptions& o) {
   return d;
 }
 
-// cuda_kernel's keyword arguments, and "backward".
+// precompiled_cuda_kernel's fixed arguments, "format", "scalars" and "backend": "precompiled".
+nb::dict precompiled_object(const RecordedKernel& k) {
+  nb::dict d;
+  d["backend"] = "precompiled";
+  d["name"] = nb::str(k.spec.name.data(), k.spec.name.size());
+  d["compiled_source"] = nb::bytes(k.binary->bytes.data(), k.binary->bytes.size());
+  d["format"] = k.binary->format;
+  d["scalars"] = k.binary->scalars;
+  d["ensure_row_contiguous"] = k.spec.ensure_row_contiguous;
+  d["shared_memory"] = k.spec.shared_memory;
+  return d;
+}
+
+// cuda_kernel's keyword arguments, and "backward" (a precompiled kernel: precompiled_object).
 nb::dict kernel_object(const RecordedKernel& k) {
+  if (k.binary) return precompiled_object(k);
   nb::dict d;
   d["name"] = nb::str(k.spec.name.data(), k.spec.name.size());
   d["input_names"] = k.names_given ? nb::object(strings_object(k.spec.input_names)) : nb::none();
@@ -251,6 +306,12 @@ void bind(nb::module_& m) {
         nb::arg("output_names").none(), nb::arg("source"), nb::arg("header"), nb::arg("ensure_row_contiguous"),
         nb::arg("shared_memory"), nb::arg("compile_options").none(), nb::arg("backward").none(),
         "The serialised kernel (engine/call_record.hpp) of cuda_kernel's arguments (internal).");
+  m.def("encode_precompiled", &encode_precompiled_py, nb::arg("name"), nb::arg("compiled_source"),
+        nb::arg("scalars"), nb::arg("ensure_row_contiguous"), nb::arg("shared_memory"),
+        "The serialised kernel of a precompiled_cuda_kernel entry point (internal).");
+  m.def("check_recorded", &check_recorded_py, nb::arg("kernel"), nb::arg("call"),
+        "Checks a serialised kernel and call together; for a precompiled kernel also its binary, entry and "
+        "parameter sizes (no GPU; internal).");
   m.def("encode_call", &encode_call_py, nb::arg("input_names"), nb::arg("output_names"), nb::arg("inputs"),
         nb::arg("outputs"), nb::arg("template").none(), nb::arg("grid").none(), nb::arg("threadgroup").none(),
         nb::arg("init_value").none(), nb::arg("verbose"), nb::arg("dict_form"), nb::arg("extra_operands"),

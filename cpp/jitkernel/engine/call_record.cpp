@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "jitkernel/core/base64.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/json.hpp"
 
@@ -130,6 +131,34 @@ void put_template(std::string& out, const TemplateArg& t) {
   out += ']';
 }
 
+// A precompiled kernel (backend "precompiled"): its entry, its binary and how its parameters are passed.
+std::string encode_precompiled(const RecordedKernel& k) {
+  const RecordedBinary& b = *k.binary;
+  std::string out;
+  out.reserve(160 + k.spec.name.size() + (b.bytes.size() + 2) / 3 * 4);
+  out += '{';
+  key(out, "jitkernel_kernel", true);
+  out += std::to_string(kCallFormat);
+  key(out, "backend");
+  out += "\"precompiled\"";
+  key(out, "name");
+  json::append_string(out, k.spec.name);
+  key(out, "format");
+  json::append_string(out, b.format);
+  key(out, "binary");
+  out += '"';
+  base64::append(out, b.bytes);
+  out += '"';
+  key(out, "scalars");
+  out += std::to_string(b.scalars);
+  key(out, "ensure_row_contiguous");
+  put_bool(out, k.spec.ensure_row_contiguous);
+  key(out, "shared_memory");
+  out += std::to_string(k.spec.shared_memory);
+  out += '}';
+  return out;
+}
+
 }  // namespace
 
 std::size_t RecordedCall::array_input_count() const {
@@ -139,6 +168,7 @@ std::size_t RecordedCall::array_input_count() const {
 }
 
 std::string encode_kernel(const RecordedKernel& k) {
+  if (k.binary) return encode_precompiled(k);
   const KernelSpec& s = k.spec;
   std::string out;
   out.reserve(256 + s.source.size() + s.header.size());

@@ -12,6 +12,8 @@
 //   kernel  {"jitkernel_kernel":2, "backend":"cuda", name, names, source,
 //            header, ensure_row_contiguous, shared_memory, compile_options,
 //            backward}
+//      or   {"jitkernel_kernel":2, "backend":"precompiled", name, format,
+//            binary (base64), scalars, ensure_row_contiguous, shared_memory}
 //   call    {"jitkernel_call":2, input/output names, inputs, outputs,
 //            template, grid, threadgroup, init_value, verbose, dict_form,
 //            extra_operands}
@@ -25,6 +27,7 @@
 // came in and the field.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,10 +45,27 @@ inline constexpr int kCallFormat = 2;
 // A size not fixed by the record (null in the text): the caller supplies it.
 inline constexpr std::int64_t kUnfixed = -1;
 
+// The binary of a "precompiled" kernel (precompiled_cuda_kernel): an entry
+// point of PTX, a cubin or a fatbin built elsewhere. Its parameters are a
+// pointer per call input that is not one of the last `scalars` (scalar inputs
+// travel as 0-d device arrays), a pointer per output, then the last
+// `scalars` inputs by value. The codec checks the fields, not the bytes: the
+// CUDA layer parses them (and checks `format`) before anything loads them.
+struct RecordedBinary {
+  std::string format;  // "ptx", "cubin" or "fatbin"
+  std::string bytes;   // at most kMaxRecordedBinaryBytes
+  int scalars = 0;
+};
+// A record line holds at most 64 MiB (python/jitkernel/_fleet/record_replay.py); base64 is 4/3 of this.
+inline constexpr std::size_t kMaxRecordedBinaryBytes = std::size_t{32} << 20;
+
 struct RecordedKernel {
-  KernelSpec spec;          // CUDA fields, compile options included
+  // CUDA fields, compile options included; for a precompiled kernel only the
+  // entry name, ensure_row_contiguous and shared_memory.
+  KernelSpec spec;
   bool names_given = true;  // false: the factory was given no names (calls pass dicts)
   std::string backward;     // the backward's identity ("" when none): two backwards are two ops
+  std::optional<RecordedBinary> binary;  // set: backend "precompiled"
 };
 
 struct RecordedInput {
@@ -90,5 +110,9 @@ std::string encode_record(std::string_view kernel_text, std::string_view call_te
 RecordedKernel decode_kernel(std::string_view text, const char* argument);
 RecordedCall decode_call(std::string_view text, const char* argument);
 std::pair<RecordedKernel, RecordedCall> decode_record(std::string_view text, const char* argument);
+// What a kernel needs of a call decoded apart from it (the torch op's two
+// texts; decode_record checks it too): a precompiled kernel's by-value
+// scalars are the call's last inputs, and it takes no template arguments.
+void check_kernel_call(const RecordedKernel& kernel, const RecordedCall& call, const char* argument);
 
 }  // namespace jk

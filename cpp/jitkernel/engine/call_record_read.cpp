@@ -4,6 +4,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "jitkernel/core/base64.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/json.hpp"
 #include "jitkernel/engine/call_record.hpp"
@@ -166,11 +167,43 @@ CudaCompileOptions options(const Reader& r, const Value& v) {
   return o;
 }
 
+// backend "precompiled": the entry name, the binary (size-capped base64) and how the call's inputs are passed.
+RecordedKernel precompiled_of(const Reader& r, const Value& v) {
+  r.object(v, "kernel", {"jitkernel_kernel", "backend", "name", "format", "binary", "scalars",
+                         "ensure_row_contiguous", "shared_memory"});
+  RecordedKernel k;
+  k.names_given = false;
+  RecordedBinary& b = k.binary.emplace();
+  k.spec.name = r.text(*v.find("name"), "name");
+  if (k.spec.name.empty()) r.bad("name", "is empty (expected the binary's entry symbol)");
+  b.format = r.text(*v.find("format"), "format");
+  if (b.format != "ptx" && b.format != "cubin" && b.format != "fatbin") {
+    r.bad("format", "expected \"ptx\", \"cubin\" or \"fatbin\"");
+  }
+  const std::string& text = r.text(*v.find("binary"), "binary");
+  if (text.size() / 4 * 3 > kMaxRecordedBinaryBytes) {
+    r.bad("binary", "larger than " + std::to_string(kMaxRecordedBinaryBytes >> 20) + " MiB");
+  }
+  std::string why;
+  std::optional<std::string> bytes = base64::decode(text, &why);
+  if (!bytes) r.bad("binary", "not base64: " + why);
+  if (bytes->empty()) r.bad("binary", "is empty");
+  b.bytes = std::move(*bytes);
+  b.scalars = static_cast<int>(r.integer(*v.find("scalars"), "scalars", 0, kMaxItems));
+  k.spec.ensure_row_contiguous = r.boolean(*v.find("ensure_row_contiguous"), "ensure_row_contiguous");
+  k.spec.shared_memory = static_cast<int>(r.integer(*v.find("shared_memory"), "shared_memory", 0, INT32_MAX));
+  return k;
+}
+
 RecordedKernel kernel_of(const Reader& r, const Value& v) {
   r.version(v, "jitkernel_kernel");
+  const Value* backend = v.find("backend");
+  if (backend == nullptr) r.bad("kernel", "missing field \"backend\"");
+  const std::string& name = r.text(*backend, "backend");
+  if (name == "precompiled") return precompiled_of(r, v);
+  if (name != "cuda") r.bad("backend", "expected \"cuda\" or \"precompiled\"");
   r.object(v, "kernel", {"jitkernel_kernel", "backend", "name", "input_names", "output_names", "source", "header",
                          "ensure_row_contiguous", "shared_memory", "compile_options", "backward"});
-  if (r.text(*v.find("backend"), "backend") != "cuda") r.bad("backend", "only \"cuda\" kernels are serialised");
   RecordedKernel k;
   KernelSpec& s = k.spec;
   s.name = r.text(*v.find("name"), "name");
@@ -292,6 +325,26 @@ void canonical(const Reader& r, std::string_view text, const std::string& again)
 
 }  // namespace
 
+void check_kernel_call(const RecordedKernel& kernel, const RecordedCall& call, const char* argument) {
+  if (!kernel.binary) return;
+  const Reader r(argument, "call record");
+  const std::size_t scalars = static_cast<std::size_t>(kernel.binary->scalars);
+  if (scalars > call.inputs.size()) {
+    r.bad("scalars", "the precompiled kernel passes " + std::to_string(scalars) + " scalars by value but the call "
+                     "has " + std::to_string(call.inputs.size()) + " inputs");
+  }
+  // Arrays, then the by-value scalars: a recorded call uploads nothing (a scalar input is a 0-d array).
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const bool by_value = i >= call.inputs.size() - scalars;
+    if (call.inputs[i].is_scalar != by_value) {
+      r.bad("inputs[" + std::to_string(i) + "]", by_value ? "an array where the precompiled kernel takes a scalar"
+                                                          : "a scalar where the precompiled kernel takes an array");
+    }
+  }
+  if (!call.template_args.empty()) r.bad("template", "a precompiled kernel takes no template arguments");
+  if (call.verbose) r.bad("verbose", "a precompiled kernel has no generated source to print");
+}
+
 RecordedKernel decode_kernel(std::string_view text, const char* argument) {
   const Reader r(argument, "kernel");
   RecordedKernel k = kernel_of(r, r.parse(text));
@@ -314,6 +367,7 @@ std::pair<RecordedKernel, RecordedCall> decode_record(std::string_view text, con
   RecordedKernel k = kernel_of(r, *v.find("kernel"));
   RecordedCall c = call_of(r, *v.find("call"));
   canonical(r, text, encode_record(encode_kernel(k), encode_call(c)));
+  check_kernel_call(k, c, argument);
   return {std::move(k), std::move(c)};
 }
 

@@ -63,12 +63,9 @@ OpCall::OpCall(std::string_view kernel_text, std::string_view call_text)
     : kernel_text_(kernel_text), call_text_(call_text) {
   RecordedKernel recorded = decode_kernel(kernel_text, "kernel");
   call_ = decode_call(call_text, "call");
+  check_kernel_call(recorded, call_, "call");
   const RecordedCall& c = call_;
   if (!c.grid || !c.threadgroup) throw ArgumentError("call", "a call the torch op runs has a grid and a threadgroup");
-  KernelSpec spec = recorded.spec;
-  spec.input_names = c.input_names;
-  spec.output_names = c.output_names;
-  kernel_ = std::make_unique<Kernel>(std::move(spec), cuda_backend());
   for (const Dim3* d : {&*c.grid, &*c.threadgroup}) sizes_.insert(sizes_.end(), {d->x, d->y, d->z});
   for (std::size_t j = 0; j < c.outputs.size(); ++j) {
     if (!c.outputs[j].shape) throw ArgumentError("call", item_text("outputs", j) + " has no rank");
@@ -97,12 +94,40 @@ OpCall::OpCall(std::string_view kernel_text, std::string_view call_text)
   template_.template_args = c.template_args;
   template_.launch.shared_memory = recorded.spec.shared_memory;
   template_.ensure_row_contiguous = recorded.spec.ensure_row_contiguous;
+  if (recorded.binary) make_precompiled(recorded);
+  else make_kernel(recorded);
+}
+
+void OpCall::make_kernel(const RecordedKernel& recorded) {
+  const RecordedCall& c = call_;
+  KernelSpec spec = recorded.spec;
+  spec.input_names = c.input_names;
+  spec.output_names = c.output_names;
+  kernel_ = std::make_unique<Kernel>(std::move(spec), cuda_backend());
   // Codegen checks the signature now (names vs counts, template arguments).
   std::vector<KernelInput> signature_inputs = template_.inputs;
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
     if (auto* v = std::get_if<ArrayView>(&signature_inputs[i])) v->shape.assign(c.inputs[i].shape->size(), 1);
   }
   kernel_->generate(signature_of(signature_inputs, template_.output_dtypes, template_.template_args));
+}
+
+void OpCall::make_precompiled(const RecordedKernel& recorded) {
+  // check_kernel_call: the arrays come first, the by-value scalars last.
+  for (std::size_t i = n_arrays_; i < template_.inputs.size(); ++i) {
+    template_scalars_.push_back(std::get<Scalar>(template_.inputs[i]));
+  }
+  template_.inputs.resize(n_arrays_);
+  precompiled_ = std::make_unique<cuda::PrecompiledEntry>(cuda::recorded_entry(recorded, "kernel"));
+  // The binary's entry and parameter sizes against the call, before any launch (no GPU needed).
+  cuda::check_precompiled(*precompiled_, template_, template_scalars_);
+}
+
+OpCall::ThreadCall& OpCall::thread_call() {
+  thread_local std::unordered_map<const OpCall*, ThreadCall> calls;
+  auto found = calls.find(this);
+  if (found == calls.end()) found = calls.emplace(this, ThreadCall{template_, template_scalars_}).first;
+  return found->second;
 }
 
 KernelCall& OpCall::prepare(const OpArguments& args) {
@@ -113,10 +138,8 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
                                     " floats; the op was given " + std::to_string(args.arrays.size()) + ", " +
                                     std::to_string(args.ints.size()) + " and " + std::to_string(args.floats.size()));
   }
-  thread_local std::unordered_map<const OpCall*, KernelCall> calls;
-  auto found = calls.find(this);
-  if (found == calls.end()) found = calls.emplace(this, template_).first;
-  KernelCall& call = found->second;
+  ThreadCall& thread = thread_call();
+  KernelCall& call = thread.call;
   std::int64_t sizes[64];
   std::vector<std::int64_t> many;
   std::int64_t* s = sizes;
@@ -147,8 +170,10 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
       }
       call.inputs[i] = a;
     } else if (!in.value) {
-      call.inputs[i] = is_float(*in.dtype) ? float_scalar(*in.dtype, args.floats[next_float++])
-                                           : int_scalar(*in.dtype, args.ints[next_int++], i);
+      Scalar v = is_float(*in.dtype) ? float_scalar(*in.dtype, args.floats[next_float++])
+                                     : int_scalar(*in.dtype, args.ints[next_int++], i);
+      if (precompiled_) thread.scalars[i - n_arrays_] = v;
+      else call.inputs[i] = v;
     }
   }
   call.provided_outputs.clear();
@@ -156,6 +181,10 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
 }
 
 void OpCall::launch(const KernelCall& call) {
+  if (precompiled_) {
+    cuda::precompiled_cuda_kernel(*precompiled_, call, thread_call().scalars);  // the outputs are provided
+    return;
+  }
   LaunchPlan* plan = plan_.load(std::memory_order_acquire);
   if (plan == nullptr) {
     plan = &kernel_->plan_for(call);  // plans live as long as the kernel

@@ -5,7 +5,10 @@
 // (grid, threadgroup, output extents) then the unfixed int scalars from
 // `ints`, the unfixed float scalars from `floats`. Nothing here knows torch:
 // torch_kernels.cpp reads the tensors and allocates the outputs. Calls live in
-// a process-wide registry keyed by their two texts, for the process.
+// a process-wide registry keyed by their two texts, for the process. A
+// precompiled kernel's text (backend "precompiled") makes a call of its
+// binary's entry point instead of an engine Kernel: its by-value scalars (the
+// record's last inputs) are kept apart from the KernelCall's inputs.
 #pragma once
 
 #include <atomic>
@@ -15,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 #include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/engine/kernel.hpp"
 
@@ -42,17 +46,28 @@ class OpCall {
   // then sets the outputs (provided_outputs) and the stream, and runs it.
   KernelCall& prepare(const OpArguments& args);
 
-  Kernel& kernel() { return *kernel_; }
+  Kernel& kernel() { return *kernel_; }  // a generated kernel's (verbose() is false for a precompiled one)
   bool verbose() const { return call_.verbose; }
   // Launches a prepared call; the record fixes its signature, so its plan is found once.
   void launch(const KernelCall& call);
 
  private:
+  // The calling thread's call of this site: the KernelCall, and a precompiled kernel's by-value scalars.
+  struct ThreadCall {
+    KernelCall call;
+    std::vector<Scalar> scalars;
+  };
+  ThreadCall& thread_call();
+  void make_kernel(const RecordedKernel& recorded);
+  void make_precompiled(const RecordedKernel& recorded);
+
   const std::string kernel_text_;
   const std::string call_text_;
   RecordedCall call_;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Kernel> kernel_;                     // a generated kernel
+  std::unique_ptr<cuda::PrecompiledEntry> precompiled_;  // or a precompiled one
   KernelCall template_;
+  std::vector<Scalar> template_scalars_;  // a precompiled kernel's by-value scalars
   std::vector<std::int64_t> sizes_;  // grid, threadgroup, output extents; kUnfixed: from `ints`
   std::size_t n_arrays_ = 0, n_ints_ = 0, n_floats_ = 0, n_size_slots_ = 0;
   std::atomic<LaunchPlan*> plan_{nullptr};

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 #include "jitkernel/engine/kernel.hpp"
 #include "jitkernel/engine/launch_plan.hpp"
 #include "jitkernel/engine/call_record.hpp"
@@ -51,8 +52,10 @@ class PreparedCall {
   const std::string text_;
   const RecordedKernel recorded_kernel_;
   const RecordedCall call_;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Kernel> kernel_;                     // a generated kernel
+  std::unique_ptr<cuda::PrecompiledEntry> precompiled_;  // or a precompiled one (backend "precompiled")
   KernelCall template_;
+  std::vector<Scalar> scalars_;  // a precompiled kernel's by-value scalars (the record's last inputs)
   std::atomic<bool> ready_[kPlanDevices] = {};
 };
 

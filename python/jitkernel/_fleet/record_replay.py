@@ -37,8 +37,11 @@ def _placeholder(entry, i: int):
 
 
 def _decode(text: str):
-    """(cuda_kernel arguments, inputs, output dtypes, template) of one line; the core's ArgumentError otherwise."""
+    """(cuda_kernel arguments, inputs, output dtypes, template) of one line, or None for a precompiled kernel's
+    line (nothing to compile); the core's ArgumentError otherwise."""
     kernel, call = _core.decode_record(text.rstrip("\r\n"), "record")
+    if kernel.get("backend") == "precompiled":
+        return None  # a precompiled_cuda_kernel entry point: its binary is compiled already
     del kernel["backward"]
     inputs = [_placeholder(entry, i) for i, entry in enumerate(call["inputs"])]
     dtypes = [dtype for dtype, _ in call["outputs"]]
@@ -82,7 +85,10 @@ def replay(path: str, compiler) -> None:
     decoded, kernels = [], {}
     for number, text in lines(path):
         try:
-            kernel_args, inputs, dtypes, template = _decode(text)
+            decoded_line = _decode(text)
+            if decoded_line is None:
+                continue
+            kernel_args, inputs, dtypes, template = decoded_line
             key = json.dumps(kernel_args, sort_keys=True)
             kernel = kernels.get(key) or cuda_kernel(**kernel_args)
             kernels[key] = kernel

@@ -199,9 +199,10 @@ def _plan(kernel, call) -> _Plan:
             described.append(("array", x.dtype, tuple(x.shape)))
     shapes, dtypes = _output_meta(call)
     aliases, extra = _aliases(call, arrays)
+    widen_int = getattr(kernel, "_widen_int", True)  # False for a precompiled entry: a Python int is an int32
     call_text = _core.encode_call(list(call.input_names), list(call.output_names), described,
                                   list(zip(dtypes, shapes)), call.template, call.grid, call.threadgroup,
-                                  call.init_value, False, False, len(extra), True)
+                                  call.init_value, False, False, len(extra), widen_int)
     text = _core.encode_record(kernel._spec, call_text)
     key = _core.xla_call_key(text)
     _core.xla_prepare(text, key, _local_cuda_devices())

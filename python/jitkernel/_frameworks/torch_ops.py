@@ -31,6 +31,7 @@ from .._dtypes import DType
 from .. import _errors
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels.cuda_kernel import kernel_for
+from .._kernels.precompiled import entry_for, is_entry_text
 from . import graph_records, post_import, torch_inductor, torch_autograd, torch_vmap
 from .call_form import resolve
 from .sharding import dtensor_class_now
@@ -238,7 +239,7 @@ class _Plan:
     non-float scalars; ``floats`` its unfixed float scalars."""
 
     def __init__(self, spec: str, record: str):
-        kernel = kernel_for(spec)
+        kernel = entry_for(spec) if is_entry_text(spec) else kernel_for(spec)  # a precompiled entry point, or not
         self.kernel = kernel
         self.record = r = graph_records.decode(record)
         if r.grid is None or r.threadgroup is None or any(shape is None for _, shape in r.outputs):

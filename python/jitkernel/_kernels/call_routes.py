@@ -5,6 +5,9 @@ layers above fill in, so that the kernel API never imports them.
   autograd must record, as its framework's op: ``traced(kernel, inputs, output_shapes, output_dtypes, grid,
   threadgroup, template, init_value, stream, outputs, verbose, cooperative, cluster)``. ``import jitkernel`` sets it
   to ``_frameworks/traced_call.py``'s ``call`` before any kernel can be called.
+- ``precompiled``: records a ``precompiled_cuda_kernel`` call on traced arrays (its arguments in order);
+  ``compiling()`` is True while TorchDynamo traces, when that call must not reach a C function. ``import
+  jitkernel`` sets them to ``_frameworks/precompiled_call.py``'s ``call`` and ``torch_ops.compiling``.
 - ``precompile_session``: the ``jk.precompile`` session running in this process, or None. While one runs, every
   CUDA kernel call comes to the Python path (``_core._calls_to_python``) and ``session.call(kernel, ...)`` compiles
   it instead of launching; ``_fleet/precompile.py`` sets and clears it.
@@ -14,7 +17,13 @@ from __future__ import annotations
 from .._errors import JitKernelError
 
 traced = None
+precompiled = None
 precompile_session = None
+
+
+def compiling() -> bool:
+    """False until ``import jitkernel`` puts torch_ops.compiling here."""
+    return False
 
 
 def call_traced(kernel, *call):

@@ -6,14 +6,22 @@ converts inputs, outputs and the stream exactly as ``cuda_kernel`` does and laun
 binary is loaded once per (content, device); its format, entry points and parameter sizes are read from the bytes
 (``inspect_binary``), so a wrong ``name``, a parameter list that does not match the arguments, or a cubin for
 another GPU is an error before launch, not a fault after it.
+
+A call on traced arrays (``torch.compile``, ``make_fx``, ``jax.jit``) goes to ``call_routes.precompiled``
+(_frameworks/precompiled_call.py), which records it as the torch op or the XLA custom call every kernel uses. There
+the entry point is a ``RecordedEntry``: kernel text of backend "precompiled" (the binary, its format, the entry
+name, how many of the call's last inputs pass by value), which the torch op's two implementations and XLA's
+handler run.
 """
 from __future__ import annotations
 
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError
-from .front import REQUIRED, bad_call
+from . import call_routes
+from .front import REQUIRED, KernelFront, bad_call
 
-__all__ = ["precompiled_cuda_kernel", "inspect_binary", "check_binary_arch"]
+__all__ = ["precompiled_cuda_kernel", "inspect_binary", "check_binary_arch", "RecordedEntry", "entry_for",
+           "is_entry_text"]
 
 # True for type checkers only (mypy and pyright treat the name so): importing typing costs import time.
 TYPE_CHECKING = False
@@ -89,9 +97,19 @@ else:
         if not isinstance(ensure_row_contiguous, bool):
             raise ArgumentTypeError("ensure_row_contiguous",
                                     f"expected a bool, got {type(ensure_row_contiguous).__name__}")
-        return _core.precompiled_cuda_kernel(name, compiled_source, inputs, output_shapes, output_dtypes, scalars,
-                                             grid, threadgroup, shared_memory, init_value, ensure_row_contiguous,
-                                             stream, outputs, cooperative, cluster)
+        call = (name, compiled_source, inputs, output_shapes, output_dtypes, scalars, grid, threadgroup,
+                shared_memory, init_value, ensure_row_contiguous, stream, outputs, cooperative, cluster)
+        if call_routes.compiling():  # TorchDynamo traces this: the C function would break the graph
+            return call_routes.precompiled(*call)
+        try:
+            return _core.precompiled_cuda_kernel(*call)
+        except ArgumentTypeError as e:
+            # A traced array cannot be read eagerly (a FakeTensor under make_fx, a JAX tracer): the test the
+            # Python path of kernels without names makes (no backward here) tells it from a wrong argument.
+            if e.argument not in ("inputs", "outputs", "scalars") or not KernelFront._traced(None, inputs,
+                                                                                             outputs):
+                raise
+        return call_routes.precompiled(*call)
 
 
 def inspect_binary(compiled_source: Binary) -> dict[str, Any]:
@@ -112,3 +130,81 @@ def check_binary_arch(compiled_source: Binary, compute_capability: tuple[int, in
     ``compute_capability`` (a ``(major, minor)`` pair): the check made before a binary is loaded."""
     major, minor = compute_capability
     _core.check_binary_arch(_binary_arg(compiled_source), int(major), int(minor), f"device {device}", device_name)
+
+
+# ---------------------------------------------------------------------------
+# The entry point as kernel text, for the traced fronts.
+
+_PREFIX = '{"jitkernel_kernel":2,"backend":"precompiled",'  # every canonical precompiled kernel text starts so
+_MAX_CACHED = 256
+_texts: dict = {}  # (name, binary, scalars, ensure_row_contiguous, shared_memory) -> kernel text
+_entries: dict = {}  # kernel text -> RecordedEntry
+
+
+class RecordedEntry:
+    """A precompiled entry point as the traced fronts take a kernel: ``_spec`` is its kernel text (the core's
+    codec, backend "precompiled"), and ``_impl_for(...)._call`` runs a recorded call eagerly (the torch op's
+    Python implementation). A recorded call's inputs are its arrays, then the ``scalars`` values passed by value."""
+
+    __slots__ = ("name", "compiled_source", "scalars", "ensure_row_contiguous", "shared_memory", "_spec")
+
+    _factory = "precompiled_cuda_kernel"
+    _vjp = None  # no backward: autograd never records these calls
+    _impl = None
+    _widen_int = False  # a Python int scalar is an int32, a float a float32, as eagerly
+
+    def __init__(self, name: str, compiled_source: bytes, scalars: int, ensure_row_contiguous: bool,
+                 shared_memory: int, text: str):
+        self.name = name
+        self.compiled_source = compiled_source
+        self.scalars = scalars
+        self.ensure_row_contiguous = ensure_row_contiguous
+        self.shared_memory = shared_memory
+        self._spec = text
+
+    def _impl_for(self, input_names, output_names) -> RecordedEntry:
+        return self
+
+    def _call(self, inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value, stream, outputs,
+              verbose):
+        n = len(inputs) - self.scalars
+        return _core.precompiled_cuda_kernel(self.name, self.compiled_source, inputs[:n], output_shapes,
+                                             output_dtypes, inputs[n:], grid, threadgroup, self.shared_memory,
+                                             init_value, self.ensure_row_contiguous, stream, outputs)
+
+
+def _remember(cache: dict, key, value):
+    if len(cache) >= _MAX_CACHED:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def entry_text(name: str, compiled_source: bytes, scalars: int, ensure_row_contiguous: bool,
+               shared_memory: int) -> str:
+    """The kernel text of an entry point (its format read from the bytes: ArgumentError("compiled_source") for
+    bytes that are no binary, or larger than a traced call carries)."""
+    key = (name, compiled_source, scalars, ensure_row_contiguous, shared_memory)
+    text = _texts.get(key)
+    if text is None:
+        text = _remember(_texts, key, _core.encode_precompiled(name, compiled_source, scalars,
+                                                               ensure_row_contiguous, shared_memory))
+    return text
+
+
+def is_entry_text(text) -> bool:
+    """Whether ``text`` is (claims to be) a precompiled kernel's text; ``entry_for`` checks it."""
+    return isinstance(text, str) and text.startswith(_PREFIX)
+
+
+def entry_for(text: str) -> RecordedEntry:
+    """The entry point of a precompiled kernel's text, decoded by the core (strict and canonical: ArgumentError
+    ("kernel", ...) naming the field otherwise)."""
+    entry = _entries.get(text)
+    if entry is not None:
+        return entry
+    args = _core.decode_kernel(text, "kernel")
+    if args.get("backend") != "precompiled":
+        raise ArgumentError("kernel", "not a precompiled kernel's text")
+    return _remember(_entries, text, RecordedEntry(args["name"], args["compiled_source"], args["scalars"],
+                                                   args["ensure_row_contiguous"], args["shared_memory"], text))

@@ -199,7 +199,7 @@ bool ptx_newer_than(const BinaryImage& image, const DriverVersion& driver_versio
   throw;
 }
 
-const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
+const Function& resolve(const PrecompiledEntry& call, const BinaryImage& image,
                         const ContentKey& key, int device) {
   using FunctionKey = std::tuple<ContentKey, int, std::string>;
   static std::mutex mutex;
@@ -239,42 +239,74 @@ const Function& resolve(const PrecompiledCall& call, const BinaryImage& image,
   return cache->emplace(std::move(fkey), std::move(f)).first->second;
 }
 
-ParamCheck param_check(const PrecompiledCall& call) {
+ParamCheck param_check(const PrecompiledEntry& call, const KernelCall& args, const std::vector<Scalar>& scalars) {
   ParamCheck check;
   check.kernel_name = call.name;
-  check.num_inputs = static_cast<int>(call.args.inputs.size());
-  check.num_outputs = static_cast<int>(call.args.output_shapes.size());
-  for (const Scalar& s : call.scalars) check.scalar_dtypes.push_back(s.dtype);
+  check.num_inputs = static_cast<int>(args.inputs.size());
+  check.num_outputs = static_cast<int>(args.output_shapes.size());
+  for (const Scalar& s : scalars) check.scalar_dtypes.push_back(s.dtype);
   return check;
 }
 
 // The checks the binary allows without a GPU: its format, `name` among its
 // entry points, and the entry's parameters against the call.
-std::shared_ptr<const BinaryImage> validate_binary(const PrecompiledCall& call,
-                                                   const ContentKey& key) {
+std::shared_ptr<const BinaryImage> validate_binary(const PrecompiledEntry& call, const KernelCall& args,
+                                                   const std::vector<Scalar>& scalars, const ContentKey& key) {
   if (call.name.empty()) throw ArgumentError("name", "is empty; give the kernel's entry symbol");
   auto image = parsed(call.compiled_source, key);
   const EntryPoint* entry = find_entry(*image, call.name);
-  if (entry && entry->params) check_params(*entry->params, param_check(call));
+  if (entry && entry->params) check_params(*entry->params, param_check(call, args, scalars));
   return image;
+}
+
+ContentKey key_of(const PrecompiledEntry& call) {
+  return call.content_digest ? *call.content_digest : content_key(call.compiled_source);
 }
 
 }  // namespace
 
 ParsedCacheInfo parsed_cache_info() { return parsed_cache().info(); }
 
+void check_precompiled(const PrecompiledEntry& entry, const KernelCall& args, const std::vector<Scalar>& scalars) {
+  validate_binary(entry, args, scalars, key_of(entry));
+}
+
+PrecompiledEntry recorded_entry(const RecordedKernel& kernel, const char* argument) {
+  PrecompiledEntry entry;
+  entry.name = kernel.spec.name;
+  entry.compiled_source = kernel.binary->bytes;
+  entry.content_digest = content_key(entry.compiled_source);
+  auto image = parsed(entry.compiled_source, *entry.content_digest);
+  const char* format = binary_format_name(image->format);
+  if (kernel.binary->format != format) {
+    throw ArgumentError(argument, std::string("format: the binary is ") + format + ", not " +
+                                      kernel.binary->format + " as the kernel text says");
+  }
+  return entry;
+}
+
+void load_precompiled(const PrecompiledEntry& entry, int device) {
+  const ContentKey key = key_of(entry);
+  resolve(entry, *parsed(entry.compiled_source, key), key, device);
+}
+
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
+  return precompiled_cuda_kernel(call, call.args, call.scalars);
+}
+
+std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledEntry& call, const KernelCall& given,
+                                               const std::vector<Scalar>& scalars) {
   // Scalar inputs travel as pointers to 0-d device arrays, like MLX's arrays:
   // hand them to prepare_call as host arrays (uploaded on the stream).
-  const KernelCall* args = &call.args;
+  const KernelCall* args = &given;
   KernelCall with_uploads;
   std::vector<Scalar> scalar_inputs;
-  for (std::size_t i = 0; i < call.args.inputs.size(); ++i) {
-    const Scalar* s = std::get_if<Scalar>(&call.args.inputs[i]);
+  for (std::size_t i = 0; i < given.inputs.size(); ++i) {
+    const Scalar* s = std::get_if<Scalar>(&given.inputs[i]);
     if (!s) continue;
     if (args != &with_uploads) {
-      with_uploads = call.args;
-      scalar_inputs.reserve(call.args.inputs.size());
+      with_uploads = given;
+      scalar_inputs.reserve(given.inputs.size());
       args = &with_uploads;
     }
     scalar_inputs.push_back(*s);
@@ -289,11 +321,10 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   // point, all before prepare_call has side effects (uploads, init_value
   // fills of outputs=): a call that cannot run changes nothing.
   const int device = validate_call(cuda_backend(), *args, args->launch, args->ensure_row_contiguous);
-  const ContentKey key =
-      call.content_digest ? *call.content_digest : content_key(call.compiled_source);
-  std::shared_ptr<const BinaryImage> image = validate_binary(call, key);
+  const ContentKey key = key_of(call);
+  std::shared_ptr<const BinaryImage> image = validate_binary(call, *args, scalars, key);
   const Function& f = resolve(call, *image, key, device);
-  if (f.driver_params) check_params(*f.driver_params, param_check(call));
+  if (f.driver_params) check_params(*f.driver_params, param_check(call, *args, scalars));
   DeviceGuard guard(device);
   PreparedCall prepared = prepare_call(*args, args->launch, args->ensure_row_contiguous, device);
 
@@ -301,7 +332,7 @@ std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call) {
   ParamPack pack;
   for (std::size_t i = 0; i < prepared.input_count(); ++i) pack.add(prepared.input_array(i)->data);
   for (std::size_t i = 0; i < prepared.output_count(); ++i) pack.add(prepared.output(i).data);
-  for (const Scalar& s : call.scalars) {
+  for (const Scalar& s : scalars) {
     const std::size_t size = dtype_size(s.dtype);
     pack.add_bytes(s.bytes, size, size);
   }

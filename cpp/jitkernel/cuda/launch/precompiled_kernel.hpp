@@ -9,15 +9,21 @@
 
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/cuda/launch/launch.hpp"
+#include "jitkernel/engine/call_record.hpp"
 
 namespace jk::cuda {
 
-struct PrecompiledCall {
+// The entry point: what a recorded call (the torch op, an XLA custom call)
+// fixes once.
+struct PrecompiledEntry {
   std::string name;             // exact entry symbol
   std::string compiled_source;  // PTX text, cubin or fatbin bytes
   // SHA-256 of compiled_source when the caller knows it (else computed): the
   // key of every per-binary cache.
   std::optional<cache::Digest> content_digest;
+};
+
+struct PrecompiledCall : PrecompiledEntry {
   KernelCall args;
   std::vector<Scalar> scalars;  // passed after input and output pointers
 };
@@ -30,6 +36,21 @@ struct PrecompiledCall {
 // that needs no GPU (binary_image.hpp: format, entry name, parameter sizes;
 // launch.hpp: counts, grid) runs before the driver is touched.
 std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledCall& call);
+std::vector<OwnedArray> precompiled_cuda_kernel(const PrecompiledEntry& entry, const KernelCall& args,
+                                               const std::vector<Scalar>& scalars);
+
+// The checks that need no GPU, for a recorded call made before any launch:
+// `entry`'s bytes parse, name one of their entry points, and its parameters
+// (where the binary records them) match the call. ArgumentError otherwise.
+void check_precompiled(const PrecompiledEntry& entry, const KernelCall& args, const std::vector<Scalar>& scalars);
+
+// The entry of a recorded precompiled kernel (`kernel.binary` set), its bytes
+// parsed: ArgumentError(`argument`, ...) when they are not the recorded format.
+PrecompiledEntry recorded_entry(const RecordedKernel& kernel, const char* argument);
+
+// Loads the binary on `device` and looks its entry up (what a first launch
+// does), so that later launches load nothing.
+void load_precompiled(const PrecompiledEntry& entry, int device);
 
 // Binaries are parsed once per content (SHA-256 of the bytes) and kept, least
 // recently used first out, up to these limits: parses are cheap to redo, and
