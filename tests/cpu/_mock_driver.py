@@ -23,7 +23,8 @@ def mock_driver(tmp_path_factory):
 
 
 def run_with_mock(mock_driver, code, tmp_path):
-    env = dict(os.environ, LD_LIBRARY_PATH=mock_driver, JITKERNEL_CACHE_DIR=str(tmp_path / "cache"))
+    # JAX on a GPU machine would try the real CUDA driver, which the mock hides: its CPU backend, as on CI.
+    env = dict(os.environ, LD_LIBRARY_PATH=mock_driver, JITKERNEL_CACHE_DIR=str(tmp_path / "cache"), JAX_PLATFORMS="cpu")
     env.pop("JITKERNEL_REQUIRE_GPU", None)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=300)

@@ -1,6 +1,8 @@
 """Registering the torch ops' C++ implementation (cpp/jitkernel/torch_op/): what happens where it cannot be done.
 The registration itself and the kernels run on a GPU machine (tests/gpu/test_torch_op_kernels_gpu.py)."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -9,8 +11,15 @@ from jitkernel import _core
 
 
 def test_a_library_the_process_did_not_load_is_named():
-    with pytest.raises(jk.JitKernelError, match=r"needs /nonexistent/libtorch_cpu.so loaded by the process"):
-        _core._register_torch_op_kernels(["/nonexistent/libtorch_cpu.so"])
+    # In a fresh process: where a CUDA torch was imported here, the registration has run already (once per process).
+    code = ("import jitkernel as jk\n"
+            "from jitkernel import _core\n"
+            "try:\n"
+            "    _core._register_torch_op_kernels(['/nonexistent/libtorch_cpu.so'])\n"
+            "except jk.JitKernelError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "needs /nonexistent/libtorch_cpu.so loaded by the process" in out.stdout, out.stdout + out.stderr
 
 
 def test_a_libtorch_without_the_cuda_part_of_the_abi_is_named():
