@@ -94,39 +94,13 @@ OpCall::OpCall(std::string_view kernel_text, std::string_view call_text)
   template_.template_args = c.template_args;
   template_.launch.shared_memory = recorded.spec.shared_memory;
   template_.ensure_row_contiguous = recorded.spec.ensure_row_contiguous;
-  if (recorded.binary) make_precompiled(recorded);
-  else make_kernel(recorded);
-}
-
-void OpCall::make_kernel(const RecordedKernel& recorded) {
-  const RecordedCall& c = call_;
-  KernelSpec spec = recorded.spec;
-  spec.input_names = c.input_names;
-  spec.output_names = c.output_names;
-  kernel_ = std::make_unique<Kernel>(std::move(spec), cuda_backend());
-  // Codegen checks the signature now (names vs counts, template arguments).
-  std::vector<KernelInput> signature_inputs = template_.inputs;
-  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-    if (auto* v = std::get_if<ArrayView>(&signature_inputs[i])) v->shape.assign(c.inputs[i].shape->size(), 1);
-  }
-  kernel_->generate(signature_of(signature_inputs, template_.output_dtypes, template_.template_args));
-}
-
-void OpCall::make_precompiled(const RecordedKernel& recorded) {
-  // check_kernel_call: the arrays come first, the by-value scalars last.
-  for (std::size_t i = n_arrays_; i < template_.inputs.size(); ++i) {
-    template_scalars_.push_back(std::get<Scalar>(template_.inputs[i]));
-  }
-  template_.inputs.resize(n_arrays_);
-  precompiled_ = std::make_unique<cuda::PrecompiledEntry>(cuda::recorded_entry(recorded, "kernel"));
-  // The binary's entry and parameter sizes against the call, before any launch (no GPU needed).
-  cuda::check_precompiled(*precompiled_, template_, template_scalars_);
+  target_ = std::make_unique<cuda::RecordedTarget>(recorded, c, template_, "kernel");
 }
 
 OpCall::ThreadCall& OpCall::thread_call() {
   thread_local std::unordered_map<const OpCall*, ThreadCall> calls;
   auto found = calls.find(this);
-  if (found == calls.end()) found = calls.emplace(this, ThreadCall{template_, template_scalars_}).first;
+  if (found == calls.end()) found = calls.emplace(this, ThreadCall{template_, target_->scalars()}).first;
   return found->second;
 }
 
@@ -172,7 +146,7 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
     } else if (!in.value) {
       Scalar v = is_float(*in.dtype) ? float_scalar(*in.dtype, args.floats[next_float++])
                                      : int_scalar(*in.dtype, args.ints[next_int++], i);
-      if (precompiled_) thread.scalars[i - n_arrays_] = v;
+      if (target_->precompiled()) thread.scalars[i - n_arrays_] = v;
       else call.inputs[i] = v;
     }
   }
@@ -180,18 +154,7 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
   return call;
 }
 
-void OpCall::launch(const KernelCall& call) {
-  if (precompiled_) {
-    cuda::precompiled_cuda_kernel(*precompiled_, call, thread_call().scalars);  // the outputs are provided
-    return;
-  }
-  LaunchPlan* plan = plan_.load(std::memory_order_acquire);
-  if (plan == nullptr) {
-    plan = &kernel_->plan_for(call);  // plans live as long as the kernel
-    plan_.store(plan, std::memory_order_release);
-  }
-  kernel_->launch_on(*plan, call);
-}
+void OpCall::launch(const KernelCall& call) { target_->launch(call, thread_call().scalars); }
 
 namespace {
 

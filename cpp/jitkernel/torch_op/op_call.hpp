@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
+#include "jitkernel/cuda/launch/recorded_target.hpp"
 #include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/engine/kernel.hpp"
 
@@ -46,7 +46,7 @@ class OpCall {
   // then sets the outputs (provided_outputs) and the stream, and runs it.
   KernelCall& prepare(const OpArguments& args);
 
-  Kernel& kernel() { return *kernel_; }  // a generated kernel's (verbose() is false for a precompiled one)
+  Kernel& kernel() { return target_->kernel(); }  // a generated kernel's (verbose() is false for a precompiled one)
   bool verbose() const { return call_.verbose; }
   // Launches a prepared call; the record fixes its signature, so its plan is found once.
   void launch(const KernelCall& call);
@@ -58,19 +58,14 @@ class OpCall {
     std::vector<Scalar> scalars;
   };
   ThreadCall& thread_call();
-  void make_kernel(const RecordedKernel& recorded);
-  void make_precompiled(const RecordedKernel& recorded);
 
   const std::string kernel_text_;
   const std::string call_text_;
   RecordedCall call_;
-  std::unique_ptr<Kernel> kernel_;                     // a generated kernel
-  std::unique_ptr<cuda::PrecompiledEntry> precompiled_;  // or a precompiled one
   KernelCall template_;
-  std::vector<Scalar> template_scalars_;  // a precompiled kernel's by-value scalars
+  std::unique_ptr<cuda::RecordedTarget> target_;  // made from template_ (which it may change)
   std::vector<std::int64_t> sizes_;  // grid, threadgroup, output extents; kUnfixed: from `ints`
   std::size_t n_arrays_ = 0, n_ints_ = 0, n_floats_ = 0, n_size_slots_ = 0;
-  std::atomic<LaunchPlan*> plan_{nullptr};
 };
 
 // The registered call of these texts, made on first use.

@@ -108,13 +108,6 @@ void check_fixed(const RecordedCall& c) {
   }
 }
 
-KernelSpec spec_of(const RecordedKernel& k, const RecordedCall& c) {
-  KernelSpec spec = k.spec;
-  spec.input_names = c.input_names;  // the names the call was made with (the factory may have had none)
-  spec.output_names = c.output_names;
-  return spec;
-}
-
 }  // namespace
 
 PreparedCall::PreparedCall(std::string text, RecordedKernel kernel, RecordedCall call)
@@ -140,22 +133,7 @@ PreparedCall::PreparedCall(std::string text, RecordedKernel kernel, RecordedCall
   template_.launch.threadgroup = *c.threadgroup;
   template_.launch.shared_memory = recorded_kernel_.spec.shared_memory;
   template_.ensure_row_contiguous = recorded_kernel_.spec.ensure_row_contiguous;
-  if (recorded_kernel_.binary) {
-    // Arrays first, the by-value scalars last (check_kernel_call); the binary's entry and parameter sizes are
-    // checked now, where the error reaches the user while tracing.
-    const std::size_t n_arrays = c.array_input_count();
-    for (std::size_t i = n_arrays; i < template_.inputs.size(); ++i) {
-      scalars_.push_back(std::get<Scalar>(template_.inputs[i]));
-    }
-    template_.inputs.resize(n_arrays);
-    precompiled_ = std::make_unique<cuda::PrecompiledEntry>(cuda::recorded_entry(recorded_kernel_, "jk_call"));
-    cuda::check_precompiled(*precompiled_, template_, scalars_);
-    return;
-  }
-  kernel_ = std::make_unique<Kernel>(spec_of(recorded_kernel_, c), cuda_backend());
-  // Codegen checks the signature (names vs counts, template arguments) now,
-  // where the error reaches the user while tracing.
-  kernel_->generate(signature_of(template_.inputs, template_.output_dtypes, template_.template_args));
+  target_ = std::make_unique<cuda::RecordedTarget>(recorded_kernel_, c, template_, "jk_call");
 }
 
 void PreparedCall::check_frame(const abi::CallFrame& frame) const {
@@ -189,8 +167,7 @@ bool PreparedCall::ready(int device) const {
 }
 
 void PreparedCall::load(int device, std::uintptr_t stream) {
-  if (precompiled_) cuda::load_precompiled(*precompiled_, device);
-  else kernel_->load(template_, device);
+  target_->load(template_, device);
   if (!call_.init_value) return;
   // An 8-byte init_value is written by a builtin kernel, loaded on first use:
   // fill a one-element scratch array now so that no launch loads it.
@@ -233,8 +210,7 @@ void PreparedCall::launch(const abi::CallFrame& frame, int device, std::uintptr_
     call.provided_outputs[j].device = device;
   }
   call.launch.stream = stream;
-  if (precompiled_) cuda::precompiled_cuda_kernel(*precompiled_, call, scalars_);  // the outputs are XLA's
-  else (*kernel_)(call);
+  target_->launch(call, target_->scalars());  // the outputs are XLA's
 }
 
 bool PreparedCall::has_text(std::string_view text) const {

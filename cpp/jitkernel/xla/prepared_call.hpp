@@ -15,9 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "jitkernel/cuda/launch/precompiled_kernel.hpp"
-#include "jitkernel/engine/kernel.hpp"
-#include "jitkernel/engine/launch_plan.hpp"
+#include "jitkernel/cuda/launch/recorded_target.hpp"
 #include "jitkernel/engine/call_record.hpp"
 #include "jitkernel/xla/ffi_abi.hpp"
 
@@ -52,10 +50,8 @@ class PreparedCall {
   const std::string text_;
   const RecordedKernel recorded_kernel_;
   const RecordedCall call_;
-  std::unique_ptr<Kernel> kernel_;                     // a generated kernel
-  std::unique_ptr<cuda::PrecompiledEntry> precompiled_;  // or a precompiled one (backend "precompiled")
   KernelCall template_;
-  std::vector<Scalar> scalars_;  // a precompiled kernel's by-value scalars (the record's last inputs)
+  std::unique_ptr<cuda::RecordedTarget> target_;  // made from template_ (which it may change)
   std::atomic<bool> ready_[kPlanDevices] = {};
 };
 
