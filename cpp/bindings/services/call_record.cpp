@@ -212,22 +212,21 @@ nb::list strings_object(const std::vector<std::string>& items) {
 }
 
 nb::dict options_object(const CudaCompileOptions& o) {
-  nb::dict d;
-  if (o.fast_math) d["math_mode"] = "fast";
-  if (!o.line_info) d["line_info"] = false;
-  if (o.debug) d["debug"] = true;
-  if (!o.defines.empty()) {
-    nb::dict defines;
-    for (const auto& [name, value] : o.defines) {
-      defines[nb::str(name.data(), name.size())] = value ? nb::object(nb::str(value->data(), value->size())) : nb::none();
+  struct Dict : CudaOptionSink {
+    nb::dict d;
+    void text(const char* name, const std::string& value) override { d[name] = value; }
+    void flag(const char* name, bool value) override { d[name] = value; }
+    void number(const char* name, int value) override { d[name] = value; }
+    void texts(const char* name, const std::vector<std::string>& values) override { d[name] = strings_object(values); }
+    void defines(const char* name, const std::vector<std::pair<std::string, std::optional<std::string>>>& defs) override {
+      nb::dict out;
+      for (const auto& [key, value] : defs)
+        out[nb::str(key.data(), key.size())] = value ? nb::object(nb::str(value->data(), value->size())) : nb::none();
+      d[name] = out;
     }
-    d["defines"] = defines;
-  }
-  if (o.std != "c++17") d["std"] = o.std;
-  if (o.max_registers > 0) d["max_registers"] = o.max_registers;
-  if (!o.include_dirs.empty()) d["include_dirs"] = strings_object(o.include_dirs);
-  if (!o.extra_flags.empty()) d["extra_flags"] = strings_object(o.extra_flags);
-  return d;
+  } sink;
+  visit_changed_options(o, sink);
+  return sink.d;
 }
 
 // precompiled_cuda_kernel's fixed arguments, "format", "scalars" and "backend": "precompiled".

@@ -78,31 +78,45 @@ void put_dims(std::string& out, const std::optional<Dim3>& d) {
 
 // compile_options as the dict cuda_kernel takes, keys that differ from the defaults only.
 void put_options(std::string& out, const CudaCompileOptions& o) {
-  out += '{';
-  bool first = true;
-  auto field = [&](const char* name) {
-    key(out, name, first);
-    first = false;
-  };
-  if (o.fast_math) field("math_mode"), out += "\"fast\"";
-  if (!o.line_info) field("line_info"), out += "false";
-  if (o.debug) field("debug"), out += "true";
-  if (!o.defines.empty()) {
-    field("defines");
-    out += '{';
-    for (std::size_t i = 0; i < o.defines.size(); ++i) {
-      if (i) out += ',';
-      json::append_string(out, o.defines[i].first);
-      out += ':';
-      if (o.defines[i].second) json::append_string(out, *o.defines[i].second);
-      else out += "null";
+  struct Json : CudaOptionSink {
+    std::string& out;
+    bool first = true;
+    explicit Json(std::string& o) : out(o) {}
+    void field(const char* name) {
+      key(out, name, first);
+      first = false;
     }
-    out += '}';
-  }
-  if (o.std != "c++17") field("std"), json::append_string(out, o.std);
-  if (o.max_registers > 0) field("max_registers"), out += std::to_string(o.max_registers);
-  if (!o.include_dirs.empty()) field("include_dirs"), put_strings(out, o.include_dirs);
-  if (!o.extra_flags.empty()) field("extra_flags"), put_strings(out, o.extra_flags);
+    void text(const char* name, const std::string& value) override {
+      field(name);
+      json::append_string(out, value);
+    }
+    void flag(const char* name, bool value) override {
+      field(name);
+      out += value ? "true" : "false";
+    }
+    void number(const char* name, int value) override {
+      field(name);
+      out += std::to_string(value);
+    }
+    void texts(const char* name, const std::vector<std::string>& values) override {
+      field(name);
+      put_strings(out, values);
+    }
+    void defines(const char* name, const std::vector<std::pair<std::string, std::optional<std::string>>>& d) override {
+      field(name);
+      out += '{';
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i) out += ',';
+        json::append_string(out, d[i].first);
+        out += ':';
+        if (d[i].second) json::append_string(out, *d[i].second);
+        else out += "null";
+      }
+      out += '}';
+    }
+  } sink(out);
+  out += '{';
+  visit_changed_options(o, sink);
   out += '}';
 }
 

@@ -37,6 +37,19 @@ struct CudaCompileOptions {
 // "safe" / "fast".
 const char* cuda_math_mode_name(const CudaCompileOptions& options);
 
+// The options that differ from their defaults, as cuda_kernel's compile_options dict spells them, in one order:
+// what a kernel text records (engine/call_record.cpp) and what Python's decoded kernel shows
+// (bindings/services/call_record.cpp), each writing them its own way.
+struct CudaOptionSink {
+  virtual ~CudaOptionSink() = default;
+  virtual void text(const char* name, const std::string& value) = 0;
+  virtual void flag(const char* name, bool value) = 0;
+  virtual void number(const char* name, int value) = 0;
+  virtual void texts(const char* name, const std::vector<std::string>& values) = 0;
+  virtual void defines(const char* name, const std::vector<std::pair<std::string, std::optional<std::string>>>& d) = 0;
+};
+void visit_changed_options(const CudaCompileOptions& options, CudaOptionSink& sink);
+
 struct KernelSpec {
   std::string name;
   std::vector<std::string> input_names;
