@@ -62,6 +62,34 @@ def test_explicit_stream_torch(form):
     assert torch.equal(y, torch.full_like(x, 84.0))
 
 
+@pytest.mark.parametrize("outputs_given", [False, True])
+def test_explicit_stream_waits_for_torch_current_stream(outputs_given):
+    # The producer is torch's current stream and stream= another one: the launch must wait for
+    # the producer (each tensor's __dlpack__(stream=) would order it; the call orders it once).
+    torch, x, s = torch_setup()
+    y = torch.full_like(x, -1.0)
+    cur = torch.cuda.current_stream()
+    torch_busy_then(cur, lambda: x.fill_(41.0))
+    if outputs_given:
+        plus_one_kernel()(inputs=[x], outputs=[y], grid=(N, 1, 1), threadgroup=(256, 1, 1), stream=s)
+    else:
+        y = plus_one(x, stream=s)
+    s.synchronize()  # only the launch stream: it must have waited for the fill
+    assert torch.equal(y, torch.full_like(x, 42.0))
+
+
+@pytest.mark.parametrize("form", ["int", "torch_stream"])
+def test_explicit_stream_that_is_torch_current(form):
+    torch, x, s = torch_setup()
+    y = torch.full_like(x, -1.0)
+    with torch.cuda.stream(s):
+        torch_busy_then(s, lambda: x.fill_(41.0))
+        plus_one_kernel()(inputs=[x], outputs=[y], grid=(N, 1, 1), threadgroup=(256, 1, 1),
+                          stream=s.cuda_stream if form == "int" else s)
+    s.synchronize()
+    assert torch.equal(y, torch.full_like(x, 42.0))
+
+
 @pytest.mark.parametrize("how", ["current", "explicit"])
 def test_cupy_streams(how):
     cp = need("cupy")

@@ -102,6 +102,9 @@ struct ConvertedCall {
   Framework framework = Framework::None;     // of the first device-array input
   std::uintptr_t stream = 0;                 // the launch stream (also in args.launch.stream)
   bool stream_is_framework_current = false;  // `stream` is that framework's current stream
+  // stream= was given and ordered after the framework's current stream (or is
+  // it): the framework's arrays are read directly, without __dlpack__(stream=).
+  bool framework_stream_ordered = false;
   nb::handle provided_outputs;               // the caller's `outputs=` sequence, or null
   std::vector<PendingArray> pending;         // convert_call's working list
   // The DLPack exchange API of the inputs' framework (torch >= 2.10), when it
@@ -122,6 +125,7 @@ struct ConvertedCall {
     framework = Framework::None;
     stream = 0;
     stream_is_framework_current = false;
+    framework_stream_ordered = false;
     exchange = nullptr;
   }
 };
