@@ -17,6 +17,8 @@
 #              into the summary (JK_DIST_ARGS adds arguments, e.g. --quick)
 #   compiled   benchmarks/bench_compiled.py: a kernel call inside torch.compile (default, dynamic, reduce-overhead,
 #              with a backward) against a triton_op and Inductor's own code, in interleaved rounds (into bench.log)
+#   pieces     benchmarks/python/bench_eager_pieces.py (an eager call split into its pieces) and
+#              benchmarks/bench_jax.py (jax.jit against jnp.exp, with the handler's share), into bench.log
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
 # Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
@@ -39,7 +41,7 @@ DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 DEFAULT_STEPS=(info build tests demo cpp bench first)
-ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled memcheck racecheck soak distbench)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled pieces memcheck racecheck soak distbench)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -141,7 +143,7 @@ if wanted distbench; then
 \${JK_DIST_ARGS:-}"
 fi
 BENCH_DIR=$(mktemp -d)
-if wanted bench || wanted first || wanted compiled; then
+if wanted bench || wanted first || wanted compiled || wanted pieces; then
   rm -f "$OUT/bench.log" "$OUT/bench.json"
 fi
 if wanted bench; then
@@ -152,6 +154,10 @@ if wanted first; then
 fi
 if wanted compiled; then
   run_step compiled 240 "$OUT/bench.log" "$PY benchmarks/bench_compiled.py --json '$BENCH_DIR/bench_compiled.json'"
+fi
+if wanted pieces; then
+  run_step pieces 150 "$OUT/bench.log" "$PY benchmarks/python/bench_eager_pieces.py"
+  run_step jax 120 "$OUT/bench.log" "$PY benchmarks/bench_jax.py"
 fi
 # One JSON file back for the benchmarks: {"bench_launch": {...}, "bench_first_call": {...}}.
 $PY - "$BENCH_DIR" "$OUT/bench.json" <<'EOF'

@@ -229,3 +229,18 @@ def test_bfloat16_and_init_value_lowering():
     _, call = _core.decode_record(attribute_text(cuda_text(f, x)), "jk_call")
     assert call["inputs"] == (("array", jk.bfloat16, (8,)),) and call["init_value"] == 1.5
     assert np.dtype(jax.eval_shape(f, x).dtype) == np.dtype(jnp.bfloat16)
+
+
+def test_execute_timing_hook_counts_only_while_on():
+    # The profiling hook benchmarks use to split a jitted call's cost: off by default.
+    text = valid_text()
+    before = _core._xla_execute_times()
+    _core._xla_run_stage(text, key_of(text), stage="execute")  # fails without a device; still an execute
+    assert _core._xla_execute_times() == before
+    _core._xla_time_executes(True)
+    try:
+        _core._xla_run_stage(text, key_of(text), stage="execute")
+    finally:
+        _core._xla_time_executes(False)
+    calls, handler_ns, _ = _core._xla_execute_times()
+    assert calls == before[0] + 1 and handler_ns > before[1]

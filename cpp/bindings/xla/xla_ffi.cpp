@@ -112,6 +112,12 @@ void bind(nb::module_& m) {
   m.def("xla_prepare", &prepare, nb::arg("text"), nb::arg("key"), nb::arg("devices"),
         "Prepares a custom call at lowering time: generate, compile and load on `devices` (internal).");
   m.def("_xla_execute_count", &xla::execute_count, "Test hook: how often XLA ran the execute stage.");
+  m.def("_xla_time_executes", &xla::time_executes, nb::arg("on"),
+        "Profiling hook: accumulate the execute stage's wall time and its launch's (see _xla_execute_times).");
+  m.def("_xla_execute_times", [] {
+        const xla::ExecuteTimes t = xla::execute_times();
+        return nb::make_tuple(t.calls, t.handler_ns, t.launch_ns);
+      }, "Profiling hook: (timed calls, handler ns, launch ns) summed since _xla_time_executes(True).");
   m.def("_xla_metadata", &metadata, "Test hook: (api major, api minor, traits) the handler reports to XLA.");
   m.def("_xla_run_stage", &run_stage, nb::arg("text"), nb::arg("key"), nb::arg("stage") = "instantiate",
         nb::arg("api_major") = xla::abi::kApiMajor, nb::arg("frame_size") = xla::abi::kCallFrameSize,

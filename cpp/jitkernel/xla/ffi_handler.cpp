@@ -6,6 +6,7 @@
 #include "jitkernel/xla/ffi_handler.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -25,6 +26,13 @@ struct PassThrough {
 };
 
 std::atomic<std::uint64_t> g_executes{0};
+std::atomic<bool> g_timing{false};
+std::atomic<std::uint64_t> g_timed_calls{0}, g_handler_ns{0}, g_launch_ns{0};
+
+std::uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
 
 bool is_metadata_query(const abi::CallFrame* frame) {
   return frame->struct_size >= XLA_FFI_STRUCT_SIZE(abi::CallFrame, extension_start) &&
@@ -232,8 +240,10 @@ abi::Error* initialize_stage(abi::CallFrame* frame) {
   });
 }
 
-abi::Error* execute_stage(abi::CallFrame* frame) {
-  return run_stage(frame, abi::kExecute, "execute", [](const abi::CallFrame& f, const PreparedCall** named) {
+namespace {
+
+abi::Error* execute_body(abi::CallFrame* frame, bool timed) {
+  return run_stage(frame, abi::kExecute, "execute", [timed](const abi::CallFrame& f, const PreparedCall** named) {
     g_executes.fetch_add(1, std::memory_order_relaxed);
     PreparedCall& call = call_of(f, named);
     const int device = device_ordinal(f);
@@ -246,8 +256,32 @@ abi::Error* execute_stage(abi::CallFrame* frame) {
       }
       call.make_ready(f, device, stream);
     }
+    if (!timed) {
+      call.launch(f, device, stream);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     call.launch(f, device, stream);
+    g_launch_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
   });
+}
+
+}  // namespace
+
+void time_executes(bool on) { g_timing.store(on, std::memory_order_relaxed); }
+
+ExecuteTimes execute_times() {
+  return {g_timed_calls.load(std::memory_order_relaxed), g_handler_ns.load(std::memory_order_relaxed),
+          g_launch_ns.load(std::memory_order_relaxed)};
+}
+
+abi::Error* execute_stage(abi::CallFrame* frame) {
+  if (!g_timing.load(std::memory_order_relaxed)) return execute_body(frame, false);
+  const auto t0 = std::chrono::steady_clock::now();
+  abi::Error* e = execute_body(frame, true);
+  g_handler_ns.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  g_timed_calls.fetch_add(1, std::memory_order_relaxed);
+  return e;
 }
 
 }  // namespace jk::xla

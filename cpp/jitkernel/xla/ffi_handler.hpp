@@ -27,4 +27,13 @@ abi::Error* execute_stage(abi::CallFrame* frame);
 // XLA captured in a CUDA graph runs it once, however often the graph replays).
 std::uint64_t execute_count();
 
+// Profiling (benchmarks): while on, the execute stage adds its own wall time
+// and its launch's to two counters, so a benchmark can split a jitted call's
+// cost into the handler's part and XLA's. Off by default (one relaxed load).
+void time_executes(bool on);
+struct ExecuteTimes {
+  std::uint64_t calls = 0, handler_ns = 0, launch_ns = 0;
+};
+ExecuteTimes execute_times();
+
 }  // namespace jk::xla
