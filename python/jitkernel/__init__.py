@@ -61,6 +61,7 @@ from ._frameworks import jax_call as _jax_call, post_import as _post_import, tor
 from ._frameworks import traced_call as _traced_call
 from ._frameworks import precompiled_call as _precompiled_call
 from ._frameworks.sharding import sharded
+from ._frameworks.jax_call import jax_export_disabled_checks
 from ._fleet.cache import CacheInfo, CacheWarning, cache_info, cache_path, clear_cache
 from ._fleet.placeholders import ShapeDtype
 from ._fleet.precompile import PrecompileReport, precompile
@@ -136,7 +137,7 @@ __all__ = [
     "fast", "Array", "BoundCall", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
-    "sharded", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
+    "sharded", "jax_export_disabled_checks", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
     "RecordError", "BundleError",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",

@@ -27,6 +27,7 @@ imports no jax), so a program JAX loads from its persistent cache finds it; ``re
 """
 from __future__ import annotations
 
+import operator
 import threading
 
 from .. import _core
@@ -50,6 +51,29 @@ def register(jax_module=None) -> None:
 
         jax.ffi.register_ffi_target(TARGET, _core.xla_handlers(), platform="CUDA", api_version=1)
         _registered = True
+
+
+def jax_export_disabled_checks() -> list:
+    """What ``jax.export.export(..., disabled_checks=...)`` needs for a program that calls jitkernel kernels.
+
+    jax.export refuses custom calls whose targets JAX itself does not vouch for. jitkernel's target keeps its own
+    compatibility: every call carries its kernel and call in the ``jk_call`` attribute, in a versioned format
+    (``"jitkernel_record": N``), and a jitkernel that reads another format refuses the call with an error naming
+    both versions (never a wrong kernel). The process that deserialises and runs the program must
+    ``import jitkernel`` (which registers the target) and have a CUDA GPU::
+
+        exported = jax.export.export(jax.jit(f), disabled_checks=jk.jax_export_disabled_checks())(x)
+        blob = exported.serialize()
+        ...
+        jax.export.deserialize(blob).call(x)   # in a process that imported jitkernel
+
+    Shapes must be concrete (a symbolic dimension is an ArgumentError): kernels are generated and compiled per
+    shape. Serialising needs the ``flatbuffers`` package, as for any jax.export program.
+    """
+    import jax  # JAX is optional: `import jitkernel` never imports it
+
+    register()
+    return [jax.export.DisabledSafetyCheck.custom_call(TARGET)]
 
 
 # ---- varying manual axes (shard_map's check_vma) ---------------------------------------------------------------
@@ -144,6 +168,20 @@ class _Plan:
         return np.array(self.key, dtype=np.uint64).view(np.int64)[()]
 
 
+def _static_dims(values, argument: str, what: str) -> tuple:
+    """`values` (a shape, grid or threadgroup) as ints; a symbolic dimension (jax.export's shape polymorphism)
+    is an ArgumentError: a kernel is generated, compiled and launched for concrete sizes."""
+    out = []
+    for d in values:
+        try:
+            out.append(operator.index(d))
+        except Exception:  # jax.export's symbolic dimensions raise their own error class here
+            raise ArgumentError(argument, f"{what} is {tuple(values)}, with a symbolic dimension {d!r}: jitkernel "
+                                          "kernels are specialised to concrete sizes; export one program per shape "
+                                          "(jax.export with concrete jax.ShapeDtypeStruct shapes)") from None
+    return tuple(out)
+
+
 def _output_meta(call):
     """(shapes, jk dtypes) of the outputs: as given, else from the outputs= arrays."""
     shapes, dtypes = call.output_shapes, call.output_dtypes
@@ -153,7 +191,9 @@ def _output_meta(call):
         dtypes = [o.dtype for o in call.outputs]
     if shapes is None or dtypes is None:
         raise ArgumentError("output_shapes", "required unless outputs= gives the arrays")
-    return [tuple(int(d) for d in s) for s in shapes], [jk_dtype(d) for d in dtypes]
+    names = list(call.output_names)
+    return ([_static_dims(s, "output_shapes", f"the shape of output '{names[j] if j < len(names) else j}'")
+             for j, s in enumerate(shapes)], [jk_dtype(d) for d in dtypes])
 
 
 def _aliases(call, arrays: list):
@@ -196,8 +236,11 @@ def _plan(kernel, call) -> _Plan:
         else:
             positions.append(i)
             arrays.append(x)
-            described.append(("array", x.dtype, tuple(x.shape)))
+            described.append(("array", x.dtype, _static_dims(x.shape, "inputs", f"the shape of input "
+                                                                          f"'{call.input_names[i]}'")))
     shapes, dtypes = _output_meta(call)
+    _static_dims(call.grid, "grid", "grid")
+    _static_dims(call.threadgroup, "threadgroup", "threadgroup")
     aliases, extra = _aliases(call, arrays)
     widen_int = getattr(kernel, "_widen_int", True)  # False for a precompiled entry: a Python int is an int32
     call_text = _core.encode_call(list(call.input_names), list(call.output_names), described,
