@@ -19,7 +19,7 @@ from test_jax_lowering import attribute_text, key_of  # noqa: E402
 
 TWICE = jk.cuda_kernel(name="twice_plus", input_names=["x", "b"], output_names=["y"],
                        source="auto i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                              "if (i < x_shape[0]) y[i] = 2.0f * x[i] + b;")
+                              "if (i < x_shape[0]) y[i] = 2.0f * x[i] + b[0];")
 
 
 def program(x):

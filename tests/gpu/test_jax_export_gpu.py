@@ -19,7 +19,7 @@ pytest.importorskip("flatbuffers", reason="jax.export's serialisation needs flat
 EXPORT = f"""
     import numpy as np, jax, jax.numpy as jnp, jitkernel as jk
     twice = jk.cuda_kernel(name="twice_plus", input_names=["x", "b"], output_names=["y"],
-                           source={INDEX + "if (i < x_shape[0]) y[i] = 2.0f * x[i] + b;"!r})
+                           source={INDEX + "if (i < x_shape[0]) y[i] = 2.0f * x[i] + b[0];"!r})
     def program(x):
         y = twice(inputs=[x, 0.5], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.shape[0], 1, 1),
                   threadgroup=(128, 1, 1))[0]

@@ -5,6 +5,7 @@
 
 #include "bindings.hpp"
 #include "jitkernel/torch_op/op_kernels.hpp"
+#include "jitkernel/torch_op/torch_library.hpp"
 
 namespace jk::py {
 namespace {
@@ -15,6 +16,11 @@ void bind(nb::module_& m) {
         "Registers the C++ implementation of jitkernel::launch, launch_vjp and launch_into for torch's CUDA "
         "dispatch key, resolving libtorch's stable C ABI in `libraries` (the loaded libtorch_cpu and "
         "libtorch_cuda). Once per process; raises when libtorch lacks the ABI (torch < 2.10 or no CUDA).");
+  m.def("_torch_op_schemas", [] {
+        nb::list out;
+        for (const torch_op::OpSchema& op : torch_op::op_schemas()) out.append(nb::make_tuple(op.name, op.signature));
+        return out;
+      }, "The torch ops' (name, schema) pairs: the one definition torch_ops.register and C++ programs use.");
 }
 
 const Registration reg(order::toolkit, "torch_op", bind);

@@ -1,6 +1,7 @@
 // The C++ implementation of jitkernel's torch ops (jitkernel::launch,
-// launch_vjp and launch_into, defined by python/jitkernel/_frameworks/
-// torch_ops.py) for torch's CUDA dispatch key, registered through libtorch's
+// launch_vjp and launch_into, whose schemas torch_library.hpp holds; defined
+// by python/jitkernel/_frameworks/torch_ops.py, or by register_torch_library
+// in a program without Python) for torch's CUDA dispatch key, registered through libtorch's
 // stable C ABI. A compiled graph's call then goes from the dispatcher straight
 // into the engine: no Python on the path, so the same registration also serves
 // programs that run without Python (AOTInductor).

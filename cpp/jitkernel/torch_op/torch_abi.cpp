@@ -18,6 +18,7 @@ std::mutex g_mutex;
 class Symbols {
  public:
   explicit Symbols(const std::vector<std::string>& libraries) {
+    if (libraries.empty()) handles_.push_back(RTLD_DEFAULT);  // a program linked with libtorch
     for (const std::string& path : libraries) {
       void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
       if (handle == nullptr) {
@@ -54,6 +55,8 @@ constexpr const char* kDTypeFunctions[kNumDTypes] = {
 
 TorchAbi resolve(const Symbols& s) {
   TorchAbi a{};
+  s.get(a.library_init_fragment, "aoti_torch_library_init_fragment");
+  s.get(a.library_def, "aoti_torch_library_def");
   s.get(a.library_init_impl, "aoti_torch_library_init_impl");
   s.get(a.library_impl, "torch_library_impl");
   s.get(a.delete_library, "aoti_torch_delete_library_object");

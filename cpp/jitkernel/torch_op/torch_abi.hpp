@@ -34,6 +34,8 @@ using BoxedKernel = void (*)(StableIValue* stack, std::uint64_t num_args, std::u
 inline constexpr std::uint64_t kAbiVersion = (std::uint64_t{2} << 56) | (std::uint64_t{10} << 48);
 
 struct TorchAbi {
+  AbiError (*library_init_fragment)(const char* ns, const char* file, std::uint32_t line, TorchLibraryHandle* out);
+  AbiError (*library_def)(TorchLibraryHandle lib, const char* schema);
   AbiError (*library_init_impl)(const char* ns, const char* dispatch_key, const char* file, std::uint32_t line,
                                 TorchLibraryHandle* out);
   AbiError (*library_impl)(TorchLibraryHandle lib, const char* name, BoxedKernel fn, std::uint64_t version);
@@ -67,7 +69,8 @@ struct TorchAbi {
 };
 
 // Resolves the ABI in the given libraries (already loaded by the process:
-// libtorch_cpu and libtorch_cuda), once. Error naming the missing symbol when
+// libtorch_cpu and libtorch_cuda; none: the process's global symbols, as in
+// a C++ program linked with libtorch), once. Error naming the missing symbol when
 // one is absent (a torch older than 2.10, or one without CUDA).
 const TorchAbi& load_abi(const std::vector<std::string>& libraries);
 // The ABI load_abi resolved; Error when it has not run.

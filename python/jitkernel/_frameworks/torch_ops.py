@@ -37,13 +37,9 @@ from .call_form import resolve
 from .sharding import dtensor_class_now
 from .torch_autograd import route
 
-_LAUNCH = "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats) -> Tensor[]"
-_SCHEMAS = {
-    "launch": _LAUNCH,
-    "launch_vjp": _LAUNCH,  # launch with the kernel's backward as its autograd formula
-    "launch_into": "(str kernel, str call, Tensor[] arrays, SymInt[] ints, float[] floats, "
-                   "Tensor(a!)[] outputs) -> ()",
-}
+# name -> schema, from the C++ core (cpp/jitkernel/torch_op/torch_library.hpp), which a program without Python
+# defines the ops with: one definition for both.
+_SCHEMAS = dict(_core._torch_op_schemas())
 _library = None  # the torch.library.Library holding the ops (kept alive: dropping it unregisters them)
 _record = graph_records.call_record  # marked as a constant result for TorchDynamo by register()
 

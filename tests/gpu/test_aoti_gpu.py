@@ -1,0 +1,121 @@
+"""AOTInductor packages whose graph calls a jitkernel kernel (torch.export, then aoti_compile_and_package): the
+package runs from Python (torch._inductor.aoti_load_package in a new process that imports jitkernel) and from a C++
+program with no Python (tests/aoti_cpp: jk::torch_op::register_torch_library, then torch's AOTIModelPackageLoader),
+whose kernel comes from the compile cache the Python side filled (0 NVRTC compiles: a hit, no miss). Where this
+torch's AOTInductor cannot load a package at all -- a plain model without jitkernel crashes as well, as torch 2.11's
+did on the GPU machine -- the Python route is skipped saying so."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+
+from _gpu_util import INDEX, need
+
+import pytest
+
+import jitkernel as jk
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N = 1000
+
+MODEL = f"""
+    import torch, jitkernel as jk
+    twice = jk.cuda_kernel(name="aoti_twice_plus", input_names=["x"], output_names=["y"],
+                           source={INDEX + "if (i < x_shape[0]) y[i] = 2.0f * x[i] + 0.5f;"!r})
+    class WithKernel(torch.nn.Module):
+        def forward(self, x):
+            y = twice(inputs=[x], output_shapes=[x.shape], output_dtypes=[x.dtype], grid=(x.shape[0], 1, 1),
+                      threadgroup=(128, 1, 1))[0]
+            return torch.sin(y)
+    class Plain(torch.nn.Module):
+        def forward(self, x):
+            return torch.sin(2 * x + 0.5)
+"""
+
+LOAD = """
+    import torch
+    {imports}
+    m = torch._inductor.aoti_load_package({path!r})
+    x = torch.linspace(-3, 3, {n}, device="cuda")
+    print("max error", (m(x) - torch.sin(2 * x + 0.5)).abs().max().item())
+"""
+
+
+def _python(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=400)
+
+
+def _max_error(done: subprocess.CompletedProcess) -> float:
+    assert done.returncode == 0, done.stdout + done.stderr
+    return float(done.stdout.split("max error")[-1].split(",")[0])
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory):
+    """Both models packaged, and the kernel in a fresh compile cache (an eager run filled it); the environment."""
+    need("torch")
+    folder = tmp_path_factory.mktemp("aoti")
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=str(folder / "cache"))
+    code = MODEL + f"""
+    x = torch.linspace(-3, 3, {N}, device="cuda")
+    WithKernel()(x)  # the kernel compiles once, into the cache
+    for model, name in ((WithKernel(), "with_kernel"), (Plain(), "plain")):
+        torch._inductor.aoti_compile_and_package(torch.export.export(model, (x,)),
+                                                 package_path={str(folder)!r} + "/" + name + ".pt2")
+    """
+    done = _python(code, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder, env
+
+
+def test_package_runs_from_python(packages):
+    folder, env = packages
+    done = _python(LOAD.format(imports="import jitkernel", path=str(folder / "with_kernel.pt2"), n=N), env)
+    if done.returncode < 0:
+        plain = _python(LOAD.format(imports="", path=str(folder / "plain.pt2"), n=N), env)
+        if plain.returncode < 0:
+            pytest.skip(f"this torch's AOTInductor cannot load a package here: a plain model without jitkernel "
+                        f"crashes too (signal {-plain.returncode})")
+    assert _max_error(done) < 1e-5
+
+
+def _toolkit_env() -> dict:
+    """JITKERNEL_NVRTC_PATH / JITKERNEL_INCLUDE_PATH naming the toolkit the Python package uses (same cache keys)."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "cpp", "toolkit_env.py")],
+                         capture_output=True, text=True, check=True).stdout
+    pairs = [shlex.split(line)[1].split("=", 1) for line in out.splitlines() if line.startswith("export ")]
+    return dict(pairs)
+
+
+def test_package_runs_from_cpp_without_python(packages, tmp_path):
+    torch = need("torch")
+    if shutil.which("cmake") is None or shutil.which("c++") is None:
+        pytest.skip("needs cmake and a C++ compiler")
+    folder, env = packages
+    build = tmp_path / "build"
+    cmake_dir = subprocess.run([sys.executable, "-m", "jitkernel", "--cmake-dir"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    configure = ["cmake", "-S", os.path.join(ROOT, "tests", "aoti_cpp"), "-B", str(build),
+                 f"-Djitkernel_DIR={cmake_dir}", f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+                 "-DCMAKE_BUILD_TYPE=Release"]
+    if shutil.which("ninja"):
+        configure += ["-G", "Ninja"]
+    for cmd in (configure, ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)]):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    program = str(build / "jitkernel_aoti_example")
+    run_env = {k: v for k, v in env.items() if not k.startswith("PYTHON")}
+    run_env.update(_toolkit_env())
+    done = subprocess.run([program, str(folder / "with_kernel.pt2"), str(N)], env=run_env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _max_error(done) < 1e-5
+    hits = int(done.stdout.split("cache hits")[1].split(",")[0])
+    misses = int(done.stdout.split("misses")[1])
+    assert hits >= 1 and misses == 0, done.stdout  # the kernel came from the cache: no NVRTC compile here
