@@ -19,6 +19,8 @@
 #              with a backward) against a triton_op and Inductor's own code, in interleaved rounds (into bench.log)
 #   pieces     benchmarks/python/bench_eager_pieces.py (an eager call split into its pieces) and
 #              benchmarks/bench_jax.py (jax.jit against jnp.exp, with the handler's share), into bench.log
+#   aoti       benchmarks/bench_aoti.py: an AOTInductor package calling a kernel, run from C++ without Python, against
+#              the same model with a Triton op (into bench.log)
 #   soak       benchmarks/python/soak.py: 10^6 launches per configuration (torch, CuPy, jk.Array inputs; outputs
 #              allocated and given), host RSS and device memory sampled: flat
 # Host backtraces are off in both sanitizer runs (--show-backtrace device): compute-sanitizer's host backtraces
@@ -41,7 +43,7 @@ DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 DEFAULT_STEPS=(info build tests demo cpp bench first)
-ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled pieces memcheck racecheck soak distbench)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled pieces aoti memcheck racecheck soak distbench)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -143,7 +145,7 @@ if wanted distbench; then
 \${JK_DIST_ARGS:-}"
 fi
 BENCH_DIR=$(mktemp -d)
-if wanted bench || wanted first || wanted compiled || wanted pieces; then
+if wanted bench || wanted first || wanted compiled || wanted pieces || wanted aoti; then
   rm -f "$OUT/bench.log" "$OUT/bench.json"
 fi
 if wanted bench; then
@@ -158,6 +160,9 @@ fi
 if wanted pieces; then
   run_step pieces 150 "$OUT/bench.log" "$PY benchmarks/python/bench_eager_pieces.py"
   run_step jax 120 "$OUT/bench.log" "$PY benchmarks/bench_jax.py"
+fi
+if wanted aoti; then
+  run_step aoti 400 "$OUT/bench.log" "$PY benchmarks/bench_aoti.py"
 fi
 # One JSON file back for the benchmarks: {"bench_launch": {...}, "bench_first_call": {...}}.
 $PY - "$BENCH_DIR" "$OUT/bench.json" <<'EOF'

@@ -7,7 +7,6 @@ did on the GPU machine -- the Python route is skipped saying so."""
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -17,10 +16,11 @@ from _gpu_util import INDEX, need
 
 import pytest
 
-import jitkernel as jk
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "cpp"))
+from toolkit_env import toolkit_env  # noqa: E402
 N = 1000
 
 MODEL = f"""
@@ -85,14 +85,6 @@ def test_package_runs_from_python(packages):
     assert _max_error(done) < 1e-5
 
 
-def _toolkit_env() -> dict:
-    """JITKERNEL_NVRTC_PATH / JITKERNEL_INCLUDE_PATH naming the toolkit the Python package uses (same cache keys)."""
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "cpp", "toolkit_env.py")],
-                         capture_output=True, text=True, check=True).stdout
-    pairs = [shlex.split(line)[1].split("=", 1) for line in out.splitlines() if line.startswith("export ")]
-    return dict(pairs)
-
-
 def test_package_runs_from_cpp_without_python(packages, tmp_path):
     torch = need("torch")
     if shutil.which("cmake") is None or shutil.which("c++") is None:
@@ -111,7 +103,7 @@ def test_package_runs_from_cpp_without_python(packages, tmp_path):
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     program = str(build / "jitkernel_aoti_example")
     run_env = {k: v for k, v in env.items() if not k.startswith("PYTHON")}
-    run_env.update(_toolkit_env())
+    run_env.update(toolkit_env())  # the toolkit the Python side compiled with: the same cache keys
     done = subprocess.run([program, str(folder / "with_kernel.pt2"), str(N)], env=run_env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
