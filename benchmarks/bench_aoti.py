@@ -8,8 +8,7 @@ as on a serving machine.
 
     python3 benchmarks/bench_aoti.py [--n 4096] [--rounds 11] [--calls 2000]
 """
-from __future__ import annotations
-
+# No `from __future__ import annotations`: torch.library.triton_op reads the annotations as types.
 import argparse
 import os
 import shutil
