@@ -70,14 +70,17 @@ std::string member_of(const json::Value& e, BundleFile::Member& m) {
 
 }  // namespace
 
-BundleFile::BundleFile(const std::string& path, std::uint64_t max_total_bytes) : path_(path) {
+BundleFile::BundleFile(const std::string& path, std::uint64_t max_total_bytes) : BundleFile(path, Fd(), max_total_bytes) {}
+
+BundleFile::BundleFile(const std::string& path, Fd file, std::uint64_t max_total_bytes)
+    : path_(path), fd_(std::move(file)) {
   problem_ = check(max_total_bytes);
   if (!problem_.empty()) members_.clear();
   for (std::size_t i = 0; i < members_.size(); ++i) index_.emplace(members_[i].key, i);
 }
 
 std::string BundleFile::check(std::uint64_t max_total_bytes) {
-  fd_ = Fd(::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd_) fd_ = Fd(::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd_) return "cannot be read (" + errno_text(errno) + ")";
   struct stat st;
   if (::fstat(fd_.get(), &st) != 0) return "cannot be read (" + errno_text(errno) + ")";

@@ -55,6 +55,8 @@ class BundleFile : public Store {
   // Opens and checks the bundle at `path`; its entries may hold at most
   // `max_total_bytes` bytes.
   BundleFile(const std::string& path, std::uint64_t max_total_bytes);
+  // The same over `file`, opened (and vetted) by the caller: a read-only tier.
+  BundleFile(const std::string& path, Fd file, std::uint64_t max_total_bytes);
 
   const std::string& where() const override { return path_; }
   const std::string& problem() const override { return problem_; }

@@ -303,4 +303,35 @@ std::string open_readonly_tier(const std::string& path, const char* entries, Fd&
   folder = std::move(fd);
   return "";
 }
+std::string open_readonly_file(const std::string& path, Fd& file) {
+  const std::size_t slash = path.rfind('/');
+  if (path.empty() || path[0] != '/' || slash + 1 == path.size()) return "not an absolute path to a file";
+  const std::string folder = slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = path.substr(slash + 1);
+  struct stat presumed;
+  if (::lstat(path.c_str(), &presumed) != 0) return errno_text(errno);
+  if (S_ISLNK(presumed.st_mode)) return "a symbolic link: name the bundle file itself";
+  Fd at;
+  struct stat st;
+  std::string problem = walk(folder, false, LinkPolicy::Follow, presumed.st_uid, at, st);
+  if (problem.empty()) problem = folder_problem(st, false);
+  if (!problem.empty()) return folder + ": " + problem;
+  Fd fd(::openat(at.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return errno == ELOOP ? "a symbolic link: name the bundle file itself" : errno_text(errno);
+  struct stat own;
+  if (::fstat(fd.get(), &own) != 0) return errno_text(errno);
+  if (!S_ISREG(own.st_mode)) return "not a regular file";
+  if ((own.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(own.st_mode & 0777));
+    return std::string("writable by ") + ((own.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " + mode +
+           "): whoever may write it could plant binaries; make it writable by its owner only (chmod go-w)";
+  }
+  if (!trusted_owner(own.st_uid, st.st_uid))
+    return "owned by uid " + std::to_string(own.st_uid) + ", neither root, this user nor the folder's owner (uid " +
+           std::to_string(st.st_uid) + "): that user could plant binaries";
+  file = std::move(fd);
+  return "";
+}
+
 }  // namespace jk::cache

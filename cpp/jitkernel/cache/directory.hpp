@@ -66,6 +66,14 @@ std::string private_folder_problem(int folder);
 // tier's owner. "" with `folder` holding `entries` open, else why not.
 std::string open_readonly_tier(const std::string& path, const char* entries, Fd& folder);
 
+// Opens the read-only file `path` (absolute; a cache bundle named as a
+// tier): its folder vetted as a tier's (the folders on the way and the folder
+// itself writable by neither group nor others), the file itself not a link,
+// a regular file neither its group nor others may write to, owned by root,
+// this user or the folder's owner. "" with `file` holding it open, else why
+// not.
+std::string open_readonly_file(const std::string& path, Fd& file);
+
 // Whether a file or folder owned by `uid` inside a vetted folder owned by
 // `folder_owner` may be trusted: root's, this user's or that owner's.
 bool trusted_owner(uid_t uid, uid_t folder_owner);

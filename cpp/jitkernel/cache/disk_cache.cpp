@@ -158,9 +158,9 @@ std::shared_ptr<Config> resolve(std::vector<Warning>& warnings) {
     return c;
   }
   if (const char* dirs = std::getenv("JITKERNEL_CACHE_READONLY_DIRS"); dirs != nullptr) {
-    for (std::unique_ptr<ReadOnlyTier>& t : readonly_tiers(dirs, c->directory)) {
+    for (std::unique_ptr<Store>& t : readonly_tiers(dirs, c->directory)) {
       if (!t->usable())
-        warnings.push_back({"tier " + t->where(), "the read-only compile cache folder " + t->where() +
+        warnings.push_back({"tier " + t->where(), "the read-only compile cache tier " + t->where() +
                                                       " (JITKERNEL_CACHE_READONLY_DIRS) is not used: " +
                                                       t->problem()});
       c->readonly.push_back(std::move(t));

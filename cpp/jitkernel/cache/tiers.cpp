@@ -1,6 +1,10 @@
 // Resolving and vetting the read-only tiers of tiers.hpp, and reading them.
 #include "jitkernel/cache/tiers.hpp"
 
+#include <sys/stat.h>
+
+#include "jitkernel/cache/bundle_file.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -31,17 +35,50 @@ void ReadOnlyTier::list(std::vector<StoredFile>& out) const {
   for (CacheFile& f : files) out.push_back({std::move(f.name), f.size, f.temp});
 }
 
-std::vector<std::unique_ptr<ReadOnlyTier>> readonly_tiers(const std::string& value,
-                                                          const std::string& writable) {
-  std::vector<std::unique_ptr<ReadOnlyTier>> tiers;
+namespace {
+
+// A configured tier that failed its checks before it could be opened as a store.
+class RefusedTier : public Store {
+ public:
+  RefusedTier(std::string where, std::string problem) : where_(std::move(where)), problem_(std::move(problem)) {}
+  const std::string& where() const override { return where_; }
+  const std::string& problem() const override { return problem_; }
+  Read load(const Key&, std::uint64_t, std::string&) const override { return Read::Missing; }
+  void list(std::vector<StoredFile>&) const override {}
+
+ private:
+  std::string where_, problem_;
+};
+
+// A bundle file named as a tier: vetted (directory.hpp), then checked whole (bundle_file.hpp).
+std::unique_ptr<Store> bundle_tier(const std::string& path) {
+  Fd file;
+  std::string problem = open_readonly_file(path, file);
+  if (!problem.empty()) return std::make_unique<RefusedTier>(path, std::move(problem));
+  return std::make_unique<BundleFile>(path, std::move(file), kMaxTierBundleBytes);
+}
+
+bool names_a_file(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) &&
+         !(S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Store>> readonly_tiers(const std::string& value, const std::string& writable) {
+  std::vector<std::unique_ptr<Store>> tiers;
   for (const std::string& folder : split_folders(value)) {
-    std::string directory = absolute_path(folder);
-    while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
-    if (directory == writable || std::any_of(tiers.begin(), tiers.end(), [&](const auto& o) {
-          return o->where() == directory;
+    std::string where = absolute_path(folder);
+    while (where.size() > 1 && where.back() == '/') where.pop_back();
+    if (where == writable || std::any_of(tiers.begin(), tiers.end(), [&](const auto& o) {
+          return o->where() == where;
         }))
       continue;
-    tiers.push_back(std::make_unique<ReadOnlyTier>(std::move(directory)));
+    if (names_a_file(where))
+      tiers.push_back(bundle_tier(where));
+    else
+      tiers.push_back(std::make_unique<ReadOnlyTier>(std::move(where)));
   }
   return tiers;
 }

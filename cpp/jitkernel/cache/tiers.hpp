@@ -1,6 +1,7 @@
 // Read-only tiers of the disk cache (disk_cache.hpp): folders named by
 // JITKERNEL_CACHE_READONLY_DIRS (a shared file system, an image layer, an
-// unpacked bundle) that a load looks in after the writable folder, in order.
+// unpacked bundle), or cache bundle files named there (served in place,
+// bundle_file.hpp), that a load looks in after the writable folder, in order.
 //
 // What a read-only tier must be, and why. It is never written to: no entry,
 // temp file, claim or mtime touch, no eviction, no clear -- so it need not be
@@ -22,6 +23,7 @@
 // answers at the cost of one read, and the node-local folder stays small.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,10 +51,15 @@ class ReadOnlyTier : public Store {
   Folder folder_;          // its kernels folder, held open (ok() when used)
 };
 
+// A bundle file named as a tier may hold at most this many bytes of entries.
+inline constexpr std::uint64_t kMaxTierBundleBytes = std::uint64_t{64} << 30;
+
 // The tiers JITKERNEL_CACHE_READONLY_DIRS (`value`) names, each checked,
 // without duplicates and without `writable` (the writable folder, which is
-// looked in first anyway).
-std::vector<std::unique_ptr<ReadOnlyTier>> readonly_tiers(const std::string& value,
-                                                          const std::string& writable);
+// looked in first anyway): a folder is a ReadOnlyTier; a file is a cache
+// bundle (bundle_file.hpp) served in place, after the same ownership rules
+// (directory.hpp's open_readonly_file) and its whole-file check. One that
+// fails its checks stays in the list, unused, its problem() saying why.
+std::vector<std::unique_ptr<Store>> readonly_tiers(const std::string& value, const std::string& writable);
 
 }  // namespace jk::cache
