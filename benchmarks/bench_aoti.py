@@ -11,15 +11,13 @@ as on a serving machine.
 # No `from __future__ import annotations`: torch.library.triton_op reads the annotations as types.
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "cpp"))
-from toolkit_env import toolkit_env  # noqa: E402
+import user_programs  # noqa: E402
 
 BODY = ("const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n"
         "if (i < x_shape[0]) y[i] = 2.0f * x[i] + 0.5f;")
@@ -73,15 +71,7 @@ def package(folder: str, n: int) -> dict:
 def build(folder: str) -> str:
     import torch
 
-    cmake_dir = subprocess.run([sys.executable, "-m", "jitkernel", "--cmake-dir"], capture_output=True, text=True,
-                               check=True).stdout.strip()
-    out = os.path.join(folder, "build")
-    configure = ["cmake", "-S", os.path.join(HERE, "aoti"), "-B", out, f"-Djitkernel_DIR={cmake_dir}",
-                 f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}", "-DCMAKE_BUILD_TYPE=Release"]
-    if shutil.which("ninja"):
-        configure += ["-G", "Ninja"]
-    subprocess.run(configure, check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", out, "-j", str(os.cpu_count() or 2)], check=True, capture_output=True)
+    out = user_programs.build(os.path.join(HERE, "aoti"), os.path.join(folder, "build"), [torch.utils.cmake_prefix_path])
     return os.path.join(out, "jitkernel_bench_aoti")
 
 
@@ -112,10 +102,10 @@ def main(argv=None) -> None:
         os.environ["JITKERNEL_CACHE_DIR"] = os.path.join(folder, "cache")
         paths = package(folder, a.n)
         program = build(folder)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(toolkit_env())  # the toolkit the Python side compiled with: the same cache keys
-        done = subprocess.run([program, str(a.n), str(a.rounds), str(a.calls), *paths.values()], env=env,
-                              capture_output=True, text=True, check=True)
+        # With the toolkit the Python side compiled with: the same cache keys.
+        done = user_programs.run(program, [a.n, a.rounds, a.calls, *paths.values()], dict(os.environ))
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed:\n{done.stdout}{done.stderr}")
         import torch
 
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, 2 x + 0.5 then sin over {a.n} float32, "

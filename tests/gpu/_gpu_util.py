@@ -121,3 +121,17 @@ class StreamHandle:
 
     def __cuda_stream__(self):
         return (0, self._handle)
+
+
+def cpp_programs():
+    """benchmarks/cpp/user_programs.py (build and run a user's C++ program), or skip without cmake or a compiler."""
+    import shutil
+
+    if shutil.which("cmake") is None or shutil.which("c++") is None:
+        pytest.skip("needs cmake and a C++ compiler")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "benchmarks", "cpp"))
+    import user_programs
+
+    return user_programs, root
+

@@ -7,20 +7,16 @@ did on the GPU machine -- the Python route is skipped saying so."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 
-from _gpu_util import INDEX, need
+from _gpu_util import INDEX, cpp_programs, need
 
 import pytest
 
 
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks", "cpp"))
-from toolkit_env import toolkit_env  # noqa: E402
 N = 1000
 
 MODEL = f"""
@@ -87,27 +83,12 @@ def test_package_runs_from_python(packages):
 
 def test_package_runs_from_cpp_without_python(packages, tmp_path):
     torch = need("torch")
-    if shutil.which("cmake") is None or shutil.which("c++") is None:
-        pytest.skip("needs cmake and a C++ compiler")
     folder, env = packages
-    build = tmp_path / "build"
-    cmake_dir = subprocess.run([sys.executable, "-m", "jitkernel", "--cmake-dir"], capture_output=True, text=True,
-                               check=True).stdout.strip()
-    configure = ["cmake", "-S", os.path.join(ROOT, "tests", "aoti_cpp"), "-B", str(build),
-                 f"-Djitkernel_DIR={cmake_dir}", f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
-                 "-DCMAKE_BUILD_TYPE=Release"]
-    if shutil.which("ninja"):
-        configure += ["-G", "Ninja"]
-    for cmd in (configure, ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)]):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    program = str(build / "jitkernel_aoti_example")
-    run_env = {k: v for k, v in env.items() if not k.startswith("PYTHON")}
-    run_env.update(toolkit_env())  # the toolkit the Python side compiled with: the same cache keys
-    done = subprocess.run([program, str(folder / "with_kernel.pt2"), str(N)], env=run_env, capture_output=True,
-                          text=True, timeout=300)
+    programs, root = cpp_programs()
+    built = programs.build(os.path.join(root, "tests", "aoti_cpp"), tmp_path / "build", [torch.utils.cmake_prefix_path])
+    done = programs.run(os.path.join(built, "jitkernel_aoti_example"), [folder / "with_kernel.pt2", N], env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _max_error(done) < 1e-5
-    hits = int(done.stdout.split("cache hits")[1].split(",")[0])
-    misses = int(done.stdout.split("misses")[1])
-    assert hits >= 1 and misses == 0, done.stdout  # the kernel came from the cache: no NVRTC compile here
+    found = programs.counters(done.stdout)
+    assert found["max error"] < 1e-5
+    # The kernel came from the cache the Python side filled: no NVRTC compile in this process.
+    assert found["cache hits"] >= 1 and found["misses"] == 0, done.stdout

@@ -2,7 +2,6 @@
 checked as strictly as the Python one (counts, dtypes, ranks) with jitkernel's error type in torch's message,
 writing on torch's current stream into outputs from torch's allocator; and the direct launch compiled graphs call in
 its place (cpp/bindings/call/graph_launch.cpp), which raises jitkernel's own exceptions."""
-import numpy as np
 import pytest
 
 import jitkernel as jk
