@@ -19,7 +19,7 @@ import tempfile
 EXPORT = """
 import sys, jax, jax.numpy as jnp, numpy as np, jitkernel as jk
 n_kernels, use_jk, path = int(sys.argv[1]), sys.argv[2] == "jk", sys.argv[3]
-body = "const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\\nif (i < x_shape[0]) y[i] = x[i] * {c}f + 1.0f;"
+body = "const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\\nif (i < x_shape[0]) y[i] = x[i] * {c}.0f + 1.0f;"
 kernels = [jk.cuda_kernel(name=f"step{k}", input_names=["x"], output_names=["y"], source=body.format(c=k + 2))
            for k in range(n_kernels)]
 def program(x):
