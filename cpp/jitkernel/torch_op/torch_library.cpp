@@ -26,11 +26,12 @@ void register_torch_library(const std::vector<std::string>& libraries) {
   static TorchLibraryHandle library = nullptr;  // kept for the process: dropping it undefines the ops
   std::call_once(once, [&] {
     const TorchAbi& a = load_abi(libraries);
-    check(a.library_init_fragment("jitkernel", __FILE__, __LINE__, &library),
-          "defining the jitkernel op namespace (are the ops defined already, by `import jitkernel`?)");
+    check(a.library_init_fragment("jitkernel", __FILE__, __LINE__, &library), "opening the jitkernel op namespace");
     for (const OpSchema& op : op_schemas()) {
       const std::string schema = std::string(op.name) + op.signature;
-      check(a.library_def(library, schema.c_str()), "defining a jitkernel op");
+      const std::string what = "defining jitkernel::" + std::string(op.name) +
+                               " (defined already? In a Python process `import jitkernel` defines the ops)";
+      check(a.library_def(library, schema.c_str()), what.c_str());
     }
   });
   register_op_kernels(libraries);
