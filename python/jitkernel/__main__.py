@@ -4,7 +4,8 @@ it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache 
 locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
 reads a bundle of its entries (_fleet/bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
 module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_fleet/precompile.py).
-`python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
+`python -m jitkernel sanitize [--tool memcheck] -- script.py args` runs a program under compute-sanitizer with its
+reports naming jitkernel kernels and body lines (_sanitize.py). `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
 `--cmake-dir` prints the folder of the C++ API's CMake package (docs/cpp_api.md).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 
 import jitkernel as jk
-from jitkernel import _core, _demo
+from jitkernel import _core, _demo, _sanitize
 
 
 def doctor(as_json: bool = False) -> int:
@@ -159,6 +160,8 @@ COMMANDS = {
                      "or read (import) a bundle of its entries"),
     "precompile": (precompile, "compile the kernels a function calls (--calls) or a record lists (--record) for "
                                "GPU architectures into the compile cache, without a GPU"),
+    "sanitize": (_sanitize.run, "run a Python program under NVIDIA's compute-sanitizer, its reports naming the "
+                                "jitkernel kernel and the line of its body"),
 }
 
 
@@ -170,7 +173,8 @@ def main(argv=None) -> int:
         epilog="examples:\n  python -m jitkernel demo\n  python -m jitkernel doctor\n"
                "  python -m jitkernel cache info\n"
                "  python -m jitkernel precompile --arch sm_80,sm_90a --calls mymodule:warm_up\n"
-               "  python -m jitkernel cache export kernels.jkbundle",
+               "  python -m jitkernel cache export kernels.jkbundle\n"
+               "  python -m jitkernel sanitize --tool memcheck -- train.py --steps 1",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print jitkernel's version and exit")
@@ -199,6 +203,11 @@ def main(argv=None) -> int:
             source.add_argument("--calls", metavar="MODULE:FUNCTION",
                                 help="a function (no arguments) that makes the kernel calls")
             source.add_argument("--record", metavar="FILE", help="a call record written with JITKERNEL_RECORD")
+        if name == "sanitize":
+            command.add_argument("--tool", default="memcheck", choices=_sanitize.TOOLS,
+                                 help="the sanitizer's tool (default: memcheck)")
+            command.add_argument("program", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS]",
+                                 help="the Python program and its arguments, after --")
     args = parser.parse_args(argv)
     if args.version:
         print(f"jitkernel {jk.__version__}")
@@ -214,6 +223,8 @@ def main(argv=None) -> int:
         return precompile(args)
     if args.command == "doctor":
         return doctor(args.json)
+    if args.command == "sanitize":
+        return _sanitize.run(args.tool, args.program[1:] if args.program[:1] == ["--"] else args.program)
     return COMMANDS[args.command][0]()
 
 
