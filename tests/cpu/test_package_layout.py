@@ -39,13 +39,14 @@ LAYERS = {
     "front": {"base", "_kernels", "_frameworks", "_fleet", "front"},
 }
 BASE = {"jitkernel._core", "jitkernel._errors", "jitkernel._dtypes", "jitkernel._arrays", "jitkernel._toolkit_search"}
-FRONT = {"jitkernel", "jitkernel.fast", "jitkernel.__main__", "jitkernel._demo"}
+FRONT = {"jitkernel", "jitkernel.fast", "jitkernel.__main__", "jitkernel._demo", "jitkernel._sanitize"}
 
 # "module -> imported jitkernel module" pairs allowed inside a function, each with its reason. Empty: none is needed.
 FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {}
 # What a function may import itself: optional third-party modules (`import jitkernel` imports no framework, NumPy
-# included) and standard modules that cost milliseconds of `import jitkernel` for a rare use (SASS disassembly).
-OPTIONAL = {"torch", "jax", "numpy", "ml_dtypes", "cuda"}
+# included; "nvidia": the namespace NVIDIA's CUDA wheels install into, where `sanitize` looks for compute-sanitizer)
+# and standard modules that cost milliseconds of `import jitkernel` for a rare use (SASS disassembly).
+OPTIONAL = {"torch", "jax", "numpy", "ml_dtypes", "cuda", "nvidia"}
 COSTLY = {"subprocess", "tempfile", "shutil"}
 
 
