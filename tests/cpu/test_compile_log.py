@@ -92,3 +92,21 @@ def test_compile_cuda_requests_are_logged(caplog, no_disk_cache):
     with caplog.at_level(logging.INFO, logger="jitkernel"):
         jk.compile_cuda('extern "C" __global__ void answered_k(int* p) { *p = 3; }', name="answered.cu")
     assert [(r.jitkernel_kernel, r.jitkernel_cache) for r in answered(caplog.records)] == [("answered.cu", "compile")]
+
+
+def test_a_program_that_never_configured_logging_prints_nothing(tmp_path):
+    # Once a compile is reported, the logger has a NullHandler: a slow compile's WARNING must not reach stderr
+    # through Python's last-resort handler in a program that configured no logging.
+    import subprocess
+    import sys
+
+    code = ("import logging, numpy as np, jitkernel as jk\n"
+            "k = jk.cuda_kernel(name='k', input_names=['a'], output_names=['b'], source='b[0] = a[0];')\n"
+            "k.compile(inputs=[np.zeros(4, np.float32)], output_dtypes=[np.float32], arch='sm_80')\n"
+            "log = logging.getLogger('jitkernel')\n"
+            "assert [type(h).__name__ for h in log.handlers] == ['NullHandler'], log.handlers\n"
+            "log.warning('compiling k took 2.0 s')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "JITKERNEL_CACHE": "0"})
+    assert done.returncode == 0, done.stderr
+    assert "took" not in done.stderr and done.stderr.strip() == "", done.stderr

@@ -45,9 +45,10 @@ FRONT = {"jitkernel", "jitkernel.fast", "jitkernel.__main__", "jitkernel._demo",
 FUNCTION_LEVEL_ALLOWED: dict[tuple[str, str], str] = {}
 # What a function may import itself: optional third-party modules (`import jitkernel` imports no framework, NumPy
 # included; "nvidia": the namespace NVIDIA's CUDA wheels install into, where `sanitize` looks for compute-sanitizer)
-# and standard modules that cost milliseconds of `import jitkernel` for a rare use (SASS disassembly).
+# and standard modules that cost milliseconds of `import jitkernel` for a rare use (SASS disassembly, a misspelt
+# keyword's suggestion).
 OPTIONAL = {"torch", "jax", "numpy", "ml_dtypes", "cuda", "nvidia"}
-COSTLY = {"subprocess", "tempfile", "shutil"}
+COSTLY = {"subprocess", "tempfile", "shutil", "difflib"}
 
 
 def _modules() -> dict:

@@ -4,7 +4,8 @@
 // compile), a WARNING instead when it took more than a second; DEBUG records
 // when NVRTC starts and ends. Records carry `jitkernel_kernel`,
 // `jitkernel_seconds` and `jitkernel_cache` ("memory", "disk", "compile") for
-// filters. Nothing is printed unless logging is configured to show it. This
+// filters. Nothing is printed unless logging is configured to show it (the
+// logger gets a NullHandler when first used, as libraries' loggers do). This
 // runs at compile time only, never on a launch. The logger object is looked up
 // once and dropped at exit (on_clear_caches). While nothing imported `logging`,
 // nothing can have configured it to show DEBUG or INFO records (only its
@@ -73,7 +74,14 @@ void log_compile(const CompileEvent& e) {
       if (!imported.is_valid()) PyErr_Clear();
       shown = imported.is_valid();
     }
-    if (shown && !l.is_valid()) l = nb::module_::import_("logging").attr("getLogger")("jitkernel");
+    if (shown && !l.is_valid()) {
+      nb::object logging = nb::module_::import_("logging");
+      l = logging.attr("getLogger")("jitkernel");
+      // A library's logger: without a handler of its own, Python's last-resort handler would print its warnings
+      // (a slow compile) to stderr in a program that never configured logging.
+      nb::object handlers = l.attr("handlers");
+      if (PyObject_IsTrue(handlers.ptr()) == 0) l.attr("addHandler")(logging.attr("NullHandler")());
+    }
     if (shown && nb::cast<bool>(l.attr("isEnabledFor")(level))) {
       nb::dict extra;
       if (answered) {

@@ -20,7 +20,7 @@ from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError
 from . import call_routes
 from .sass import disassemble
-from .front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, str_arg
+from .front import REQUIRED, KernelFront, bad_call, query_keywords, factory_args, refuse_unknown_keywords, str_arg
 
 __all__ = ["CudaKernel", "cuda_kernel", "compile_cuda", "kernel_text", "kernel_for"]
 
@@ -30,10 +30,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
+    from typing_extensions import Never
+
     from .call_types import (AnyDTypes, AnyInputs, Backward, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs,
                              Shape, Template, Unpack)
 
 _INT32_MAX = 2**31 - 1
+_FACTORY_KEYWORDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous",
+                     "shared_memory", "compile_options")
 
 # kernel.bind(...)'s result (cpp/bindings/objects/bound_call.cpp): the call's static part fixed, arrays per call.
 BoundCall = _core.BoundCall
@@ -241,7 +245,8 @@ def _rebuild_kernel(name, input_names, output_names, source, header, ensure_row_
 
 def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
                 source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
-                shared_memory: int = 0, compile_options: Mapping[str, Any] | None = None) -> CudaKernel:
+                shared_memory: int = 0, compile_options: Mapping[str, Any] | None = None,
+                **unknown: Never) -> CudaKernel:
     """A JIT-compiled CUDA kernel from the body ``source`` (MLX's ``mx.fast.cuda_kernel``).
 
     The signature is generated from what each call passes: ``const T* name`` per array input (Python scalars by
@@ -259,7 +264,10 @@ def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_name
     ``defines`` (``{"NAME": value or None}``: ``-DNAME=value``), ``std`` ("c++17" or "c++20"),
     ``max_registers`` (``--maxrregcount``), ``include_dirs`` (folders for ``-I``) and ``extra_flags`` (NVRTC
     flags from an allowlist, e.g. ``["--ftz=true"]``). See the README's compile options.
+
+    A keyword it does not take is an ArgumentTypeError naming it (and the keyword it most likely meant).
     """
+    refuse_unknown_keywords("cuda_kernel", unknown, _FACTORY_KEYWORDS)
     input_names, output_names = factory_args(name, input_names, output_names, source, header,
                                              ensure_row_contiguous)
     if isinstance(shared_memory, bool) or not isinstance(shared_memory, int):

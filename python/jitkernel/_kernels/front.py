@@ -57,6 +57,19 @@ def bad_call(function: str, args: tuple, unknown: dict, keywords: dict):
     raise AssertionError(f"bad_call({function}): nothing wrong with the call")
 
 
+def refuse_unknown_keywords(factory: str, unknown: dict, known: tuple) -> None:
+    """A factory's misspelt keyword (``cuda_kernel(sorce=...)``) as an ArgumentTypeError naming it and the keyword it
+    most likely meant, where Python would raise a bare TypeError."""
+    if not unknown:
+        return
+    import difflib  # costly: only when a keyword is misspelt
+
+    name = next(iter(unknown))
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ArgumentTypeError(name, f"{factory}() has no keyword {name!r}{hint} (its keywords: {', '.join(known)})")
+
+
 def names_arg(value, argument: str):
     if value is None:
         return None

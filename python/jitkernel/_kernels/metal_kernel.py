@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError
-from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args
+from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args, refuse_unknown_keywords
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -26,10 +26,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, overload
 
+    from typing_extensions import Never
+
     from .call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
                              Template, Unpack)
 
 _MATH_MODES = ("safe", "relaxed", "fast")
+_FACTORY_KEYWORDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous",
+                     "atomic_outputs", "compile_options")
 
 
 def _math_mode(compile_options) -> str:
@@ -157,8 +161,8 @@ class MetalKernelFunction(KernelFront, _core.KernelBase):
 
 def metal_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
                  source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
-                 atomic_outputs: bool = False, compile_options: Mapping[str, str] | None = None
-                 ) -> MetalKernelFunction:
+                 atomic_outputs: bool = False, compile_options: Mapping[str, str] | None = None,
+                 **unknown: Never) -> MetalKernelFunction:
     """A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).
 
     The signature is generated from what each call passes, as MLX generates it: ``const device T* name`` per
@@ -178,6 +182,7 @@ def metal_kernel(name: str, input_names: Sequence[str] | None = None, output_nam
     """
     if isinstance(input_names, str) and output_names is None and source is None:
         input_names, source = None, input_names  # seed 000: metal_kernel(name, source)
+    refuse_unknown_keywords("metal_kernel", unknown, _FACTORY_KEYWORDS)
     input_names, output_names = factory_args(name, input_names, output_names, source, header,
                                              ensure_row_contiguous)
     bool_arg(atomic_outputs, "atomic_outputs")

@@ -16,6 +16,8 @@ k([a], grid=(4, 1, 1), threadgroup=(4, 1, 1))  # mistake
 k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], threadgroup=(4, 1, 1))  # mistake
 jk.cuda_kernel(name=1, source="")  # mistake
 jk.cuda_kernel(name="k", source="", shared_memory="1k")  # mistake
+jk.cuda_kernel(name="k", sorce="")  # mistake
+jk.metal_kernel(name="k", source="", atomic_output=True)  # mistake
 k.source(inputs=[a], output_dtype=[jk.float32])  # mistake
 k.compile(inputs=[a], output_dtypes=[jk.float32], arch=90)  # mistake
 k.source([a], [jk.float32])  # mistake
