@@ -68,8 +68,8 @@ def cmake_dir() -> int:
     return 0
 
 
-def demo() -> int:
-    return _demo.main()
+def demo(full_source: bool = False) -> int:
+    return _demo.main(full_source)
 
 
 def _size(n: int) -> str:
@@ -183,6 +183,9 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == "demo":
+            command.add_argument("--full-source", action="store_true",
+                                 help="show the whole generated text, jitkernel's preamble included")
         if name == "doctor":
             command.add_argument("--json", action="store_true", help="one JSON object instead of text")
         if name == "cache":
@@ -225,6 +228,8 @@ def main(argv=None) -> int:
         return doctor(args.json)
     if args.command == "sanitize":
         return _sanitize.run(args.tool, args.program[1:] if args.program[:1] == ["--"] else args.program)
+    if args.command == "demo":
+        return demo(args.full_source)
     return COMMANDS[args.command][0]()
 
 

@@ -1,9 +1,10 @@
 """`python -m jitkernel demo`: the exp example of MLX's cuda_kernel documentation, run through jitkernel.
 
-On a CUDA GPU it launches the kernel on a float16 NumPy array and checks the result against NumPy. Without one
-it prints the generated source and compiles it with NVRTC to a cubin for sm_90a (NVRTC needs no GPU), then checks
-that the bytes are an ELF cubin for that architecture. `main()` returns the process exit code: 0 only if every
-step worked.
+It first shows the kernel as jitkernel generates it: the user's body inside the signature made for the call (the
+whole text, jitkernel's preamble included, with `--full-source`). On a CUDA GPU it launches the kernel on a float16
+NumPy array and checks the result against NumPy. Without one it compiles it with NVRTC to a cubin for sm_90a (NVRTC
+needs no GPU), says whether NVRTC compiled it or the disk cache had it, then checks that the bytes are an ELF cubin
+for that architecture. `main()` returns the process exit code: 0 only if every step worked.
 """
 from __future__ import annotations
 
@@ -40,11 +41,24 @@ def make_input(seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((16, 16)).astype(np.float16)
 
 
-def run_on_gpu() -> int:
+def show_source(kernel, a, full: bool) -> None:
+    """The generated kernel: from its signature to the end (the body as written, under it), or the whole text."""
+    text = kernel.source(inputs=[a], output_dtypes=[a.dtype], template=TEMPLATE)
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if "__global__" in line), default=0)
+    if full or start == 0:
+        print(text)
+        return
+    print(f"// ... {start} lines of jitkernel's preamble (python -m jitkernel demo --full-source shows them)")
+    print("\n".join(lines[start:]) + "\n")
+
+
+def run_on_gpu(full_source: bool = False) -> int:
     import numpy as np  # imported on use: `python -m jitkernel`'s other commands need no NumPy
 
     a = make_input()
     kernel = make_kernel()
+    show_source(kernel, a, full_source)
     (b,) = kernel(
         inputs=[a],
         template=TEMPLATE,
@@ -52,7 +66,6 @@ def run_on_gpu() -> int:
         threadgroup=(256, 1, 1),
         output_shapes=[a.shape],
         output_dtypes=[a.dtype],
-        verbose=True,
     )
     got = np.asarray(b)  # jk.Array -> host copy
     if got.shape != a.shape or got.dtype != np.float16:
@@ -112,16 +125,18 @@ def cubin_arch(data: bytes) -> tuple[int, str | None]:
     return sm, arch
 
 
-def compile_without_gpu() -> int:
+def compile_without_gpu(full_source: bool = False) -> int:
     print(f"No CUDA GPU found ({no_gpu_reason()})")
     print(f"Showing the generated source and compiling it for {ARCH} instead (NVRTC needs no GPU).\n")
     a = make_input()
     kernel = make_kernel()
-    call = dict(inputs=[a], output_dtypes=[a.dtype], template=TEMPLATE)
-    print(kernel.source(**call))
+    show_source(kernel, a, full_source)
+    hits = jk.cache_info().hits
     t0 = time.perf_counter()
-    cubin = kernel.compile(**call, arch=ARCH)
+    cubin = kernel.compile(inputs=[a], output_dtypes=[a.dtype], template=TEMPLATE, arch=ARCH)
     ms = (time.perf_counter() - t0) * 1e3
+    where = (f"loaded from the disk cache ({jk.cache_path()})" if jk.cache_info().hits > hits
+             else "compiled by NVRTC")
     try:
         sm, arch = cubin_arch(cubin)
     except ValueError as e:
@@ -130,15 +145,15 @@ def compile_without_gpu() -> int:
     if sm != 90 or arch not in (None, ARCH):
         print(f"FAIL: the cubin is for sm_{sm} (ptxas -arch {arch}), expected {ARCH}")
         return 1
-    print(f"compiled in {ms:.0f} ms: {len(cubin)} bytes, an ELF cubin for {arch or f'sm_{sm}'} "
+    print(f"{where} in {ms:.0f} ms: {len(cubin)} bytes, an ELF cubin for {arch or f'sm_{sm}'} "
           f"(ELF machine NVIDIA CUDA, SM {sm})")
     print("PASS (compile only: no GPU to run on)")
     return 0
 
 
-def main() -> int:
+def main(full_source: bool = False) -> int:
     try:
-        return run_on_gpu() if jk.cuda_available() else compile_without_gpu()
+        return run_on_gpu(full_source) if jk.cuda_available() else compile_without_gpu(full_source)
     except jk.JitKernelError as e:
         print(f"FAIL: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
