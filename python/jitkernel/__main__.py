@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import os
 import sys
@@ -20,10 +21,44 @@ import jitkernel as jk
 from jitkernel import _core, _demo, _sanitize
 
 
+# Packages jitkernel works with, as their distributions are named (versions read from metadata: nothing imported).
+_FRAMEWORKS = ("numpy", "torch", "jax", "jaxlib", "cupy-cuda13x", "cupy-cuda12x", "cuda-core", "cuda-pathfinder",
+               "triton", "ml-dtypes", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+
+
+def _framework_versions() -> dict:
+    found = {}
+    for name in _FRAMEWORKS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def _cache_state() -> dict:
+    info = jk.cache_info()
+    return {"path": info.path, "enabled": info.enabled, "disabled_reason": info.disabled_reason or None,
+            "entries": info.entries, "bytes": info.bytes,
+            "tiers": [{"path": t.path, "used": t.used, "reason": t.reason or None, "entries": t.entries}
+                      for t in info.readonly]}
+
+
+def _print_cache_and_frameworks(cache_state: dict, frameworks: dict) -> None:
+    c = cache_state
+    state = "on" if c["enabled"] else f"off ({c['disabled_reason']})"
+    print(f"cache: {c['path']} ({state}; {c['entries']} kernel{'' if c['entries'] == 1 else 's'}, {_size(c['bytes'])})")
+    for t in c["tiers"]:
+        print(f"    read-only tier {t['path']}: " + (f"{t['entries']} entries" if t["used"] else f"not used: {t['reason']}"))
+    print("frameworks: " + (", ".join(f"{k} {v}" for k, v in frameworks.items()) or "none installed"))
+
+
 def doctor(as_json: bool = False) -> int:
-    """Prints toolkit_info() and each GPU's device_info() (``as_json``: one JSON object with the keys
-    jitkernel, python, toolkit, devices, ok); non-zero when NVRTC or a GPU query fails."""
+    """Prints toolkit_info(), the compile cache's folder and state, the versions of the frameworks installed and each
+    GPU's device_info() (``as_json``: one JSON object with the keys jitkernel, python, toolkit, cache, frameworks,
+    devices, ok); non-zero when NVRTC (so nothing can compile) or a GPU query fails."""
     info = jk.toolkit_info()
+    cache_state, frameworks = _cache_state(), _framework_versions()
     ok = not info.get("nvrtc_error")
     devices = []
     for ordinal in range(jk.device_count()):
@@ -35,11 +70,12 @@ def doctor(as_json: bool = False) -> int:
     if as_json:
         report = {"jitkernel": {"version": jk.__version__, "path": os.path.dirname(jk.__file__)},
                   "python": {"version": sys.version.split()[0], "executable": sys.executable},
-                  "toolkit": info, "devices": devices, "ok": ok}
+                  "toolkit": info, "cache": cache_state, "frameworks": frameworks, "devices": devices, "ok": ok}
         print(json.dumps(report, indent=1, default=str))
         return 0 if ok else 1
     print(f"jitkernel {jk.__version__} ({os.path.dirname(jk.__file__)})")
     print(f"python {sys.version.split()[0]} ({sys.executable})")
+    _print_cache_and_frameworks(cache_state, frameworks)
     for key, value in info.items():
         if isinstance(value, (list, tuple)):
             print(f"{key}:" + ("" if value else " none"))
@@ -51,7 +87,8 @@ def doctor(as_json: bool = False) -> int:
         detail = d.get("error") or ", ".join(f"{k}={v}" for k, v in d.items() if k != "device")
         print(f"device {d['device']}: {detail}")
     if not ok:
-        print("problem: NVRTC could not be loaded or a GPU could not be queried (see above)")
+        print("problem: " + ("NVRTC could not be loaded, so no kernel can compile" if info.get("nvrtc_error")
+                             else "a GPU could not be queried") + " (see above)")
     return 0 if ok else 1
 
 

@@ -32,8 +32,10 @@ def test_doctor_json():
                           timeout=120)
     report = json.loads(proc.stdout)
     assert report["jitkernel"]["version"] == jk.__version__
-    assert set(report) == {"jitkernel", "python", "toolkit", "devices", "ok"}
+    assert set(report) == {"jitkernel", "python", "toolkit", "cache", "frameworks", "devices", "ok"}
     assert "nvrtc_library" in report["toolkit"] and isinstance(report["devices"], list)
+    assert report["cache"]["path"] == jk.cache_path() and isinstance(report["cache"]["tiers"], list)
+    assert report["frameworks"].get("numpy") == importlib.metadata.version("numpy")  # versions from metadata
     assert proc.returncode == (0 if report["ok"] else 1)
     assert report["ok"] == (report["toolkit"]["nvrtc_error"] is None
                             and not any("error" in d for d in report["devices"]))
