@@ -242,6 +242,16 @@ def test_dtype_errors(value, exc, pattern):
     expect(exc, "dtype", jk.dtype, value, match=pattern)
 
 
+def test_numpy_takes_jitkernel_dtypes():
+    # NumPy reads a `.dtype` attribute wherever it takes a dtype: NumPy-side code can use jk dtypes as they are.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for d in [jk.bool_, jk.int8, jk.int16, jk.int32, jk.int64, jk.uint8, jk.uint16, jk.uint32, jk.uint64, jk.float16,
+              jk.float32, jk.float64, jk.complex64]:
+        assert np.dtype(d) == np.dtype(d.name) and np.zeros(2, d).dtype == np.dtype(d.name)
+        assert jk.dtype(np.dtype(d)) is d  # and back
+    assert np.array(0, jk.bfloat16).dtype == np.dtype(ml_dtypes.bfloat16)
+
+
 # --- devices and arrays --------------------------------------------------------------------------------------------
 
 def test_device_arguments():

@@ -89,12 +89,32 @@ PyObject* get_dlpack(PyObject* self, void*) {
   return Py_BuildValue("(iii)", int(info.dlpack_code), int(info.dlpack_bits), 1);
 }
 
+// The NumPy dtype: NumPy reads a `.dtype` attribute wherever it takes a dtype,
+// so np.zeros(3, jk.float32) and np.dtype(jk.bfloat16) work (bfloat16 needs
+// ml_dtypes). Imports NumPy only when read.
+PyObject* get_numpy_dtype(PyObject* self, void*) {
+  try {
+    const DType d = value_of(self);
+    nb::object numpy = nb::module_::import_("numpy");
+    nb::object spec = d == DType::BFloat16 ? bfloat16_numpy_dtype() : nb::str(dtype_name(d));
+    return numpy.attr("dtype")(spec).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+    return nullptr;
+  }
+}
+
 PyGetSetDef g_getset[] = {
     {"name", &get_name, nullptr, "Public name: 'float32', 'bfloat16', ...", nullptr},
     {"itemsize", &get_itemsize, nullptr, "Bytes per element.", nullptr},
     {"cuda_type", &get_cuda_type, nullptr,
      "The type's spelling in generated CUDA ('__half', 'float', ...).", nullptr},
     {"dlpack", &get_dlpack, nullptr, "(type code, bits, lanes) in DLPack.", nullptr},
+    {"dtype", &get_numpy_dtype, nullptr,
+     "The NumPy dtype (bfloat16: ml_dtypes'); NumPy takes jk dtypes wherever it takes a dtype.", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 

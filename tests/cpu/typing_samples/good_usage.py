@@ -86,3 +86,4 @@ def describe(x: jk.Array) -> tuple[int, int, jk.DType]:
 
 count: int = jk.device_count()
 available: bool = jk.cuda_available() and jk.metal_available()
+host = np.zeros(3, jk.float32) + np.array(0, dtype=jk.bfloat16.dtype).astype(np.float32)  # NumPy takes jk dtypes
