@@ -37,14 +37,17 @@ def test_report_lines_name_the_kernel_and_body_line():
 
 
 def fake_sanitizer(tmp_path, exit_code=1):
-    """A stand-in that records its arguments, prints REPORT and runs the command after its options."""
+    """A stand-in (a Python script: CI's wheel check runs with a PATH of no tools) that records its arguments,
+    prints REPORT and runs the command after its eight option words."""
     path = tmp_path / "compute-sanitizer"
     args_file = tmp_path / "args"
-    path.write_text("#!/bin/sh\n"
-                    f"printf '%s\\n' \"$@\" > {args_file}\n"
-                    f"cat <<'END'\n{REPORT}END\n"
-                    "shift 8\n\"$@\"\n"
-                    f"exit {exit_code}\n")
+    path.write_text(f"#!{sys.executable}\n"
+                    "import subprocess, sys\n"
+                    f"open({str(args_file)!r}, 'w').write('\\n'.join(sys.argv[1:]) + '\\n')\n"
+                    f"sys.stdout.write({REPORT!r})\n"
+                    "sys.stdout.flush()\n"
+                    "subprocess.run(sys.argv[9:])\n"
+                    f"sys.exit({exit_code})\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path, args_file
 
