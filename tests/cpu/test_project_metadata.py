@@ -27,6 +27,14 @@ def test_license_ships_in_the_wheel():
     assert importlib.metadata.metadata("jitkernel")["License"] == "Apache-2.0"
 
 
+def test_a_jitkernel_command_runs_the_command_line():
+    (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "jitkernel"]
+    assert script.value == "jitkernel.__main__:main"
+    from jitkernel.__main__ import main
+
+    assert script.load() is main
+
+
 def test_doctor_json():
     proc = subprocess.run([sys.executable, "-m", "jitkernel", "doctor", "--json"], capture_output=True, text=True,
                           timeout=120)
