@@ -189,16 +189,20 @@ def precompile(args) -> int:
     return 0
 
 
+# name -> (run(args) -> exit status, help)
 COMMANDS = {
-    "demo": (demo, "run the exp example: launch and check against NumPy on a GPU; without one, print the "
-                   "generated source and compile it to an sm_90a cubin"),
-    "doctor": (doctor, "show the NVRTC library, CUDA include folders, driver and GPUs jitkernel finds"),
-    "cache": (cache, "show (info), empty (clear) or print the folder of (path) the compile cache; write (export) "
-                     "or read (import) a bundle of its entries"),
+    "demo": (lambda a: demo(a.full_source),
+             "run the exp example: launch and check against NumPy on a GPU; without one, show the generated "
+             "kernel and compile it to an sm_90a cubin"),
+    "doctor": (lambda a: doctor(a.json), "show the NVRTC library, CUDA include folders, driver, GPUs, compile cache "
+                                          "and frameworks jitkernel finds"),
+    "cache": (lambda a: cache(a.action, a), "show (info), empty (clear) or print the folder of (path) the compile "
+                                            "cache; write (export) or read (import) a bundle of its entries"),
     "precompile": (precompile, "compile the kernels a function calls (--calls) or a record lists (--record) for "
                                "GPU architectures into the compile cache, without a GPU"),
-    "sanitize": (_sanitize.run, "run a Python program under NVIDIA's compute-sanitizer, its reports naming the "
-                                "jitkernel kernel and the line of its body"),
+    "sanitize": (lambda a: _sanitize.run(a.tool, a.program[1:] if a.program[:1] == ["--"] else a.program),
+                 "run a Python program under NVIDIA's compute-sanitizer, its reports naming the jitkernel kernel "
+                 "and the line of its body"),
 }
 
 
@@ -257,17 +261,7 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command == "cache":
-        return cache(args.action, args)
-    if args.command == "precompile":
-        return precompile(args)
-    if args.command == "doctor":
-        return doctor(args.json)
-    if args.command == "sanitize":
-        return _sanitize.run(args.tool, args.program[1:] if args.program[:1] == ["--"] else args.program)
-    if args.command == "demo":
-        return demo(args.full_source)
-    return COMMANDS[args.command][0]()
+    return COMMANDS[args.command][0](args)
 
 
 if __name__ == "__main__":

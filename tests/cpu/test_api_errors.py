@@ -160,15 +160,15 @@ def test_factory_argument_errors(kwargs, exc, argument):
 
 def test_misspelt_factory_keyword_names_it_and_the_likely_one():
     # Python's own TypeError would not be a jitkernel error and would name no argument.
-    with pytest.raises(jk.ArgumentTypeError, match=r"^sorce: cuda_kernel\(\) has no keyword 'sorce'; did you mean "
-                                                   r"'source'\?") as e:
+    with pytest.raises(jk.ArgumentTypeError, match=r"^sorce: cuda_kernel\(\) got an unexpected keyword argument "
+                                                   r"'sorce'; did you mean 'source'\?") as e:
         jk.cuda_kernel(name="k", input_names=["a"], output_names=["o"], sorce="o[0] = a[0];")
     assert e.value.argument == "sorce"
-    with pytest.raises(jk.ArgumentTypeError, match=r"^atomic_output: metal_kernel\(\) has no keyword "
-                                                   r"'atomic_output'; did you mean 'atomic_outputs'\?"):
+    with pytest.raises(jk.ArgumentTypeError, match=r"^atomic_output: metal_kernel\(\) got an unexpected keyword "
+                                                   r"argument 'atomic_output'; did you mean 'atomic_outputs'\?"):
         jk.metal_kernel(name="k", source="", atomic_output=True)
-    with pytest.raises(jk.ArgumentTypeError, match=r"^zzz: cuda_kernel\(\) has no keyword 'zzz' \(its keywords: "
-                                                   r"name, input_names"):
+    with pytest.raises(jk.ArgumentTypeError, match=r"^zzz: cuda_kernel\(\) got an unexpected keyword argument "
+                                                   r"'zzz' \(its keywords: name, input_names"):
         jk.cuda_kernel(name="k", source="", zzz=1)
 
 

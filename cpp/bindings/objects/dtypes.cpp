@@ -96,12 +96,21 @@ PyObject* get_numpy_dtype(PyObject* self, void*) {
   try {
     const DType d = value_of(self);
     nb::object numpy = nb::module_::import_("numpy");
-    nb::object spec = d == DType::BFloat16 ? bfloat16_numpy_dtype() : nb::str(dtype_name(d));
+    nb::object spec = nb::str(dtype_name(d));
+    if (d == DType::BFloat16) {
+      nb::object ml_dtypes = nb::steal(PyImport_ImportModule("ml_dtypes"));
+      if (!ml_dtypes.is_valid()) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "jk.bfloat16 has a NumPy dtype only with ml_dtypes: pip install ml-dtypes");
+        return nullptr;
+      }
+      spec = ml_dtypes.attr("bfloat16");
+    }
     return numpy.attr("dtype")(spec).release().ptr();
   } catch (nb::python_error& e) {
     e.restore();
     return nullptr;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // nothing may leave a C getter as a C++ exception
     PyErr_SetString(PyExc_TypeError, e.what());
     return nullptr;
   }

@@ -51,20 +51,25 @@ namespace {
 
 // Why a folder with status `st` is not usable ("" when it is): not a
 // directory, owned by another user (when `owned`), writable by group/others.
+// "writable by others (mode 757)" / "... its group ..." for a file or folder
+// its group or others may write to; "" otherwise.
+std::string writable_by_others(const struct stat& st) {
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return "";
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+  return std::string("writable by ") + ((st.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " + mode + ")";
+}
+
 std::string folder_problem(const struct stat& st, bool owned) {
   if (S_ISLNK(st.st_mode)) return "a symbolic link, not a directory";
   if (!S_ISDIR(st.st_mode)) return "not a directory";
   if (owned && st.st_uid != geteuid())
     return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
            std::to_string(geteuid()) + ")";
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    return std::string("writable by ") + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
-           " (mode " + mode + ")" +
-           (owned ? "; make it private with chmod 700"
-                  : ": whoever may write there could plant binaries; make it writable by its "
-                    "owner only (chmod go-w)");
+  if (std::string writable = writable_by_others(st); !writable.empty()) {
+    return writable + (owned ? "; make it private with chmod 700"
+                             : ": whoever may write there could plant binaries; make it writable by its "
+                               "owner only (chmod go-w)");
   }
   return "";
 }
@@ -321,12 +326,8 @@ std::string open_readonly_file(const std::string& path, Fd& file) {
   struct stat own;
   if (::fstat(fd.get(), &own) != 0) return errno_text(errno);
   if (!S_ISREG(own.st_mode)) return "not a regular file";
-  if ((own.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(own.st_mode & 0777));
-    return std::string("writable by ") + ((own.st_mode & S_IWOTH) ? "others" : "its group") + " (mode " + mode +
-           "): whoever may write it could plant binaries; make it writable by its owner only (chmod go-w)";
-  }
+  if (std::string writable = writable_by_others(own); !writable.empty())
+    return writable + ": whoever may write it could plant binaries; make it writable by its owner only (chmod go-w)";
   if (!trusted_owner(own.st_uid, st.st_uid))
     return "owned by uid " + std::to_string(own.st_uid) + ", neither root, this user nor the folder's owner (uid " +
            std::to_string(st.st_uid) + "): that user could plant binaries";

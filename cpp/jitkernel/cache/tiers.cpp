@@ -58,10 +58,10 @@ std::unique_ptr<Store> bundle_tier(const std::string& path) {
   return std::make_unique<BundleFile>(path, std::move(file), kMaxTierBundleBytes);
 }
 
+// Something that exists and is not a folder (a link to a folder is one, as a tier folder may be a link).
 bool names_a_file(const std::string& path) {
   struct stat st;
-  return ::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) &&
-         !(S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 }  // namespace

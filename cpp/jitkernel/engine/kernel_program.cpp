@@ -3,42 +3,33 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
+#include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/engine/backend.hpp"
 
 namespace jk {
 namespace {
 
-// The whole file, at most kMaxRecordsFileBytes (a regular file, read without following a FIFO's writer).
+// The whole file, at most kMaxRecordsFileBytes: a regular file, opened
+// without blocking (a FIFO in its place is refused, never waited on).
 std::string read_records(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw Error("records file " + path + ": cannot be read (" + std::strerror(errno) + ")");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  cache::Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) throw Error("records file " + path + ": cannot be read (" + cache::errno_text(errno) + ")");
   struct stat st;
-  if (::fstat(fd, &st) != 0) throw Error("records file " + path + ": " + std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0) throw Error("records file " + path + ": " + cache::errno_text(errno));
   if (!S_ISREG(st.st_mode)) throw Error("records file " + path + ": not a regular file");
   if (static_cast<std::uint64_t>(st.st_size) > kMaxRecordsFileBytes)
     throw Error("records file " + path + ": " + std::to_string(st.st_size) + " bytes, more than the " +
                 std::to_string(kMaxRecordsFileBytes) + " a records file may hold");
   std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  text.resize(done);
+  if (!cache::read_at(fd.get(), text.data(), text.size(), 0))
+    throw Error("records file " + path + ": reading failed (" +
+                (errno != 0 ? cache::errno_text(errno) : std::string("it shrank while read")) + ")");
   return text;
 }
 

@@ -48,18 +48,17 @@ def bad_call(function: str, args: tuple, unknown: dict, keywords: dict):
         raise ArgumentTypeError(names[0], f"{function}() takes keyword arguments only "
                                           f"({', '.join(n + '=...' for n in names[:3])}, ...), got {len(args)} "
                                           f"positional")
-    if unknown:
-        name = next(iter(unknown))
-        raise ArgumentTypeError(name, f"{function}() got an unexpected keyword argument {name!r}")
+    refuse_unknown_keywords(function, unknown, tuple(names), listed=False)
     for name, value in keywords.items():
         if value is REQUIRED:
             raise ArgumentTypeError(name, f"{function}() missing required keyword argument {name!r}")
     raise AssertionError(f"bad_call({function}): nothing wrong with the call")
 
 
-def refuse_unknown_keywords(factory: str, unknown: dict, known: tuple) -> None:
-    """A factory's misspelt keyword (``cuda_kernel(sorce=...)``) as an ArgumentTypeError naming it and the keyword it
-    most likely meant, where Python would raise a bare TypeError."""
+def refuse_unknown_keywords(function: str, unknown: dict, known: tuple, listed: bool = True) -> None:
+    """An unknown keyword (``cuda_kernel(sorce=...)``) as an ArgumentTypeError naming it and the keyword of `known`
+    it most likely meant, where Python would raise a bare TypeError; ``listed``: `known` is every keyword, and the
+    message lists them."""
     if not unknown:
         return
     import difflib  # costly: only when a keyword is misspelt
@@ -67,7 +66,8 @@ def refuse_unknown_keywords(factory: str, unknown: dict, known: tuple) -> None:
     name = next(iter(unknown))
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ArgumentTypeError(name, f"{factory}() has no keyword {name!r}{hint} (its keywords: {', '.join(known)})")
+    listing = f" (its keywords: {', '.join(known)})" if listed else ""
+    raise ArgumentTypeError(name, f"{function}() got an unexpected keyword argument {name!r}{hint}{listing}")
 
 
 def names_arg(value, argument: str):
