@@ -30,10 +30,11 @@ def build(source_dir: str, build_dir, prefix_paths=()) -> str:
     return str(build_dir)
 
 
-def run(program: str, args, env: dict) -> subprocess.CompletedProcess:
-    """Runs a built program with `env` less Python's variables, plus the Python side's toolkit."""
+def run(program: str, args, env: dict, toolkit: bool = True) -> subprocess.CompletedProcess:
+    """Runs a built program with `env` less Python's variables, plus the Python side's toolkit (`toolkit`)."""
     run_env = {k: v for k, v in env.items() if not k.startswith("PYTHON")}
-    run_env.update(toolkit_env())
+    if toolkit:
+        run_env.update(toolkit_env())
     return subprocess.run([program, *map(str, args)], env=run_env, capture_output=True, text=True, timeout=600)
 
 

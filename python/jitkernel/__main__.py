@@ -153,7 +153,8 @@ def bundle(action: str, args) -> int:
     try:
         if action == "export":
             r = jk.export_cache(args.file, keys=args.keys, directory=args.source)
-            print(f"exported {r.entries} entr{'y' if r.entries == 1 else 'ies'} ({_size(r.bytes)}) to {r.path}")
+            print(f"exported {r.entries} entr{'y' if r.entries == 1 else 'ies'} and {r.aliases} serving "
+                  f"alias{'' if r.aliases == 1 else 'es'} ({_size(r.bytes)}) to {r.path}")
             return 0
         r = jk.import_cache(args.file, into=args.into)
     except jk.JitKernelError as e:

@@ -48,8 +48,8 @@ def fill(n: int = 3) -> None:
             k.compile(inputs=[np.zeros(2, np.float32)], output_dtypes=[jk.float32], arch=arch)
 
 
-def entries(folder) -> dict:
-    return {p.name: p.read_bytes() for p in sorted((folder / "kernels").glob("*.jkc"))}
+def entries(folder) -> dict:  # binaries (.jkc) and their serving aliases (.jka)
+    return {p.name: p.read_bytes() for p in sorted((folder / "kernels").glob("*.jk[ca]"))}
 
 
 def test_round_trip_through_the_cache_and_into_a_folder(cache, tmp_path):
@@ -58,10 +58,11 @@ def test_round_trip_through_the_cache_and_into_a_folder(cache, tmp_path):
     bundle = tmp_path / "kernels.jkbundle"
     report = jk.export_cache(bundle)
     assert report.entries == 6 and report.bytes == sum(len(d) for d in entries(source).values())
+    assert report.aliases == 6  # each compiled binary's serving alias travels with it
     target = cache(tmp_path / "target")
     before = jk.cache_info()
     report = jk.import_cache(bundle)
-    assert (report.entries, report.stored, report.jitkernel) == (6, 6, jk.__version__)
+    assert (report.entries, report.aliases, report.stored, report.jitkernel) == (6, 6, 6, jk.__version__)
     assert entries(target) == entries(source)
     assert jk.cache_info().stores - before.stores == 6
     tier = tmp_path / "tier"
@@ -74,9 +75,10 @@ def test_round_trip_through_the_cache_and_into_a_folder(cache, tmp_path):
 def test_export_chosen_keys_and_other_folders(cache, tmp_path):
     source = cache(tmp_path / "source")
     fill(2)
-    names = sorted(entries(source))
+    names = sorted(name for name in entries(source) if name.endswith(".jkc"))
     bundle = tmp_path / "some.jkbundle"
-    assert jk.export_cache(bundle, keys=[names[0][:64], names[1]]).entries == 2
+    report = jk.export_cache(bundle, keys=[names[0][:64], names[1]])
+    assert (report.entries, report.aliases) == (2, 2)  # with the serving aliases naming the two
     cache(tmp_path / "other")
     assert jk.export_cache(tmp_path / "all.jkbundle", directory=source).entries == 4
     assert jk.export_cache(tmp_path / "none.jkbundle").entries == 0  # an empty cache exports an empty bundle
@@ -289,7 +291,7 @@ def test_import_is_not_blocked_by_what_a_killed_import_with_our_pid_left(good, t
     for name, data in good:  # what `cache import --into` killed mid-write left, under every name it ever used
         (kernels / f"{name[:64]}.{os.getpid()}.import.tmp").write_bytes(data[:10])
         (kernels / f"{name[:64]}.import.{os.getpid()}.0123456789abcdef.tmp").write_bytes(data[:10])
-    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == len(good)
+    assert jk.import_cache(bundle, into=tmp_path / "tier").stored == len(good) // 2  # the binaries; each has its alias
     assert entries(tmp_path / "tier") == dict(good)
     out = subprocess.run([sys.executable, "-m", "jitkernel", "cache", "import", str(bundle), "--into",
                           str(tmp_path / "tier")], capture_output=True, text=True, timeout=300)

@@ -242,4 +242,5 @@ def test_two_interpreters_make_the_same_keys(tmp_path):
                              timeout=240)
         assert out.returncode == 0, out.stderr
         names.append(json.loads(out.stdout.splitlines()[-1]))
-    assert len(names[0]) == 2 and names[0] == names[1]
+    # Two binaries and their serving aliases, named alike in both processes.
+    assert sorted(name[-4:] for name in names[0]) == [".jka", ".jka", ".jkc", ".jkc"] and names[0] == names[1]

@@ -81,12 +81,19 @@ def test_package_runs_from_python(packages):
     assert _max_error(done) < 1e-5
 
 
-def test_package_runs_from_cpp_without_python(packages, tmp_path):
+@pytest.mark.parametrize("server", ["with the toolkit", "without NVRTC"])
+def test_package_runs_from_cpp_without_python(packages, tmp_path, server):
+    # Without NVRTC (JITKERNEL_NVRTC_PATH names nothing) the kernel's binary is found through the serving alias the
+    # Python side's compile stored beside it (cpp/jitkernel/cache/serving_alias.hpp).
     torch = need("torch")
     folder, env = packages
     programs, root = cpp_programs()
     built = programs.build(os.path.join(root, "tests", "aoti_cpp"), tmp_path / "build", [torch.utils.cmake_prefix_path])
-    done = programs.run(os.path.join(built, "jitkernel_aoti_example"), [folder / "with_kernel.pt2", N], env)
+    toolkit = server == "with the toolkit"
+    if not toolkit:
+        env = dict(env, JITKERNEL_NVRTC_PATH=str(tmp_path / "no-nvrtc" / "libnvrtc.so.13"))
+    done = programs.run(os.path.join(built, "jitkernel_aoti_example"), [folder / "with_kernel.pt2", N], env,
+                        toolkit=toolkit)
     assert done.returncode == 0, done.stdout + done.stderr
     found = programs.counters(done.stdout)
     assert found["max error"] < 1e-5

@@ -29,7 +29,10 @@ DEFINE_AND_RUN = f"""
 """
 
 
-def test_recorded_kernel_launches_from_cpp_with_its_binary_from_a_bundle(tmp_path):
+@pytest.mark.parametrize("server", ["with the toolkit", "without NVRTC"])
+def test_recorded_kernel_launches_from_cpp_with_its_binary_from_a_bundle(tmp_path, server):
+    # Without NVRTC (JITKERNEL_NVRTC_PATH names nothing, no headers) the server finds each binary through the
+    # serving alias the bundle carries beside it (cpp/jitkernel/cache/serving_alias.hpp).
     if not jk.cuda_available():
         pytest.skip("no CUDA device")
     programs, root = cpp_programs()
@@ -41,12 +44,16 @@ def test_recorded_kernel_launches_from_cpp_with_its_binary_from_a_bundle(tmp_pat
     assert [name for name, _, _ in jk._core._kernel_program(str(records))[0]] == ["twice_plus"]
     shipped = tmp_path / "shipped"
     shipped.mkdir(mode=0o755)
-    assert jk.export_cache(shipped / "kernels.jkb", directory=python_cache).entries >= 1
+    report = jk.export_cache(shipped / "kernels.jkb", directory=python_cache)
+    assert report.entries >= 1 and report.aliases == report.entries
     built = programs.build(os.path.join(root, "tests", "kernel_program_cpp"), tmp_path / "build")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JITKERNEL_")}
     env.update(JITKERNEL_CACHE_DIR=str(tmp_path / "server_cache"),
                JITKERNEL_CACHE_READONLY_DIRS=str(shipped / "kernels.jkb"))
-    done = programs.run(os.path.join(built, "jitkernel_kernel_program_example"), [records, N], env)
+    toolkit = server == "with the toolkit"
+    if not toolkit:
+        env.update(JITKERNEL_NVRTC_PATH=str(tmp_path / "no-nvrtc" / "libnvrtc.so.13"), CUDA_HOME=str(tmp_path / "none"))
+    done = programs.run(os.path.join(built, "jitkernel_kernel_program_example"), [records, N], env, toolkit=toolkit)
     assert done.returncode == 0, done.stdout + done.stderr
     found = programs.counters(done.stdout)
     assert found["max error"] == 0

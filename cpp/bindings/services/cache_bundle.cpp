@@ -31,6 +31,7 @@
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/entry.hpp"
 #include "jitkernel/cache/entry_folder.hpp"
+#include "jitkernel/cache/serving_alias.hpp"
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/errors.hpp"
@@ -55,9 +56,17 @@ std::string_view view(const nb::bytes& data) { return {data.c_str(), data.size()
   throw nb::python_error();
 }
 
-// "" when `data` is a valid entry file for `key_hex`, else why not.
-std::string check_entry(const std::string& key_hex, std::string_view data) {
-  cache::EntryCheck check(key_arg(key_hex), data.size());
+// The key and kind an entry file name stands for (ArgumentError "name" when it is not one).
+std::pair<cache::Digest, cache::EntryKind> entry_name_arg(const std::string& name) {
+  std::pair<cache::Digest, cache::EntryKind> out{};
+  if (!cache::key_of_entry_name(name, out.first, &out.second))
+    throw ArgumentError("name", "expected '<64 lowercase hex digits>.jkc' or '.jka', got '" + name.substr(0, 80) + "'");
+  return out;
+}
+
+// "" when `data` is a valid entry file for `key`, else why not.
+std::string check_entry(const cache::Digest& key, std::string_view data) {
+  cache::EntryCheck check(key, data.size());
   check.update(data);
   return check.finish();
 }
@@ -79,11 +88,12 @@ std::vector<std::tuple<std::string, std::uint64_t>> folder_entries(const cache::
 // of at most `max_bytes`, else None.
 nb::object folder_read(const cache::EntryFolder& folder, const std::string& name, std::uint64_t max_bytes) {
   cache::Digest key{};
-  if (!cache::key_of_entry_name(name, key)) return nb::none();
+  cache::EntryKind kind = cache::EntryKind::Binary;
+  if (!cache::key_of_entry_name(name, key, &kind)) return nb::none();
   std::string payload;
   {
     nb::gil_scoped_release unlocked;
-    if (folder.load(key, max_bytes, payload) != cache::Read::Hit) return nb::none();
+    if (folder.load(key, kind, max_bytes, payload) != cache::Read::Hit) return nb::none();
   }
   // The entry file as a folder holds it: its header again (the same bytes:
   // the check passed), then the payload, written once into the bytes object.
@@ -111,8 +121,16 @@ void bind_entries(nb::module_& m) {
       "_cache_entry_name", [](const std::string& key_hex) { return cache::entry_name(key_arg(key_hex)); },
       "key"_a, "The entry file name of a key (hex) (internal: bundles).");
   m.def(
+      "_cache_alias_target",
+      [](nb::bytes payload) -> std::optional<std::string> {
+        const std::optional<cache::Digest> key = cache::decode_alias(view(payload));
+        if (!key) return std::nullopt;
+        return cache::to_hex(*key);
+      },
+      "payload"_a, "The key (hex) a serving alias's payload names, or None when it is not one (internal: bundles).");
+  m.def(
       "_cache_entry_check",
-      [](const std::string& key_hex, nb::bytes data) { return check_entry(key_hex, view(data)); }, "key"_a,
+      [](const std::string& key_hex, nb::bytes data) { return check_entry(key_arg(key_hex), view(data)); }, "key"_a,
       "data"_a, "'' when data is a valid cache entry file for the key (hex), else why not (internal: bundles).");
   nb::class_<cache::EntryCheck>(m, "_CacheEntryCheck",
                                 "Checks a cache entry file given in pieces (internal: bundles stream theirs).")
@@ -132,16 +150,17 @@ void bind_entries(nb::module_& m) {
            "'' when the pieces were a valid entry file for the key, of the announced size, else why not.");
   m.def(
       "_cache_store_entry",
-      [](const std::string& key_hex, nb::bytes data) {
-        const cache::Digest key = key_arg(key_hex);
-        if (!check_entry(key_hex, view(data)).empty()) throw ArgumentError("data", "not a valid cache entry");
+      [](const std::string& name, nb::bytes data) {
+        const auto [key, kind] = entry_name_arg(name);
+        if (!check_entry(key, view(data)).empty()) throw ArgumentError("data", "not a valid cache entry");
         // A view, not a copy: an entry may be as large as the cache's cap.
         const std::string_view payload = view(data).substr(cache::kEntryHeaderSize);
         nb::gil_scoped_release unlocked;  // `data` stays referenced by the caller meanwhile
-        cache::store(key, payload);
+        cache::store(key, payload, kind);
       },
-      "key"_a, "data"_a,
-      "Stores a checked entry file's payload under its key through the cache's atomic store (internal: bundles).");
+      "name"_a, "data"_a,
+      "Stores a checked entry file's payload under its name (key and kind) through the cache's atomic store "
+      "(internal: bundles).");
 }
 
 nb::list bundle_members(const cache::BundleFile& b) {
@@ -199,14 +218,15 @@ void bind_folders(nb::module_& m) {
       .def_prop_ro("problem", &Writer::problem, "Why entries cannot be written there ('' when they can).")
       .def(
           "begin",
-          [](Writer& self, const std::string& key_hex, std::uint64_t size) {
-            if (!self.begin(key_arg(key_hex), size)) {
+          [](Writer& self, const std::string& name, std::uint64_t size) {
+            const auto [key, kind] = entry_name_arg(name);
+            if (!self.begin(key, kind, size)) {
               const int error = errno;
               if (error == EEXIST) raise_os_error(error, "no free temp file name after 16 tries");
               raise_os_error(error);
             }
           },
-          "key"_a, "size"_a, "Starts the entry file of `key`, `size` bytes (a new temp file); OSError.")
+          "name"_a, "size"_a, "Starts the entry file `name`, `size` bytes (a new temp file); OSError.")
       .def(
           "write",
           [](Writer& self, nb::bytes data) {

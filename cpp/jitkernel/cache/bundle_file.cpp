@@ -49,8 +49,8 @@ bool has_keys(const json::Value& v, std::initializer_list<const char*> keys) {
 // A manifest entry's name, key, size and SHA-256, each checked; "" or what is wrong.
 std::string member_of(const json::Value& e, BundleFile::Member& m) {
   const json::Value& name = *e.find("name");
-  if (name.kind != json::Value::Kind::String || !key_of_entry_name(name.text, m.key)) {
-    return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc'); refused";
+  if (name.kind != json::Value::Kind::String || !key_of_entry_name(name.text, m.key, &m.kind)) {
+    return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc' or '.jka'); refused";
   }
   m.name = name.text;
   const json::Value& n = *e.find("size");
@@ -76,7 +76,7 @@ BundleFile::BundleFile(const std::string& path, Fd file, std::uint64_t max_total
     : path_(path), fd_(std::move(file)) {
   problem_ = check(max_total_bytes);
   if (!problem_.empty()) members_.clear();
-  for (std::size_t i = 0; i < members_.size(); ++i) index_.emplace(members_[i].key, i);
+  for (std::size_t i = 0; i < members_.size(); ++i) index_.emplace(std::make_pair(members_[i].key, members_[i].kind), i);
 }
 
 std::string BundleFile::check(std::uint64_t max_total_bytes) {
@@ -188,8 +188,8 @@ bool BundleFile::read(std::size_t index, std::uint64_t offset, std::size_t size,
   return read_at(fd_.get(), out.data(), size, m.offset + offset);
 }
 
-Read BundleFile::load(const Key& key, std::uint64_t max_bytes, std::string& payload) const {
-  const auto found = index_.find(key);
+Read BundleFile::load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const {
+  const auto found = index_.find({key, kind});
   if (found == index_.end()) return Read::Missing;
   {
     const std::size_t i = found->second;
@@ -207,7 +207,7 @@ Read BundleFile::load(const Key& key, std::uint64_t max_bytes, std::string& payl
 }
 
 void BundleFile::list(std::vector<StoredFile>& out) const {
-  for (const Member& m : members_) out.push_back(StoredFile{m.name, m.size, false});
+  for (const Member& m : members_) out.push_back(StoredFile{m.name, m.size, false, m.kind});
 }
 
 }  // namespace jk::cache

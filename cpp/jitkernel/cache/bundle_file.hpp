@@ -22,6 +22,7 @@
 //   12     4  manifest size M
 //   16     M  manifest: {"format": 1, "jitkernel": version, "total_bytes": N,
 //             "entries": [{"name": "<64 hex>.jkc", "size": n, "sha256": "<64 hex>"}, ...]}
+//             (".jka" names: serving aliases, store.hpp's EntryKind)
 //   16+M  32  SHA-256 of the bytes before it
 //   ...       the entry files' bytes, in manifest order (N bytes in all)
 //   end-32 32 SHA-256 of everything before it
@@ -31,6 +32,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "jitkernel/cache/file_io.hpp"
@@ -45,8 +47,9 @@ inline constexpr std::uint64_t kMaxBundleEntryBytes = std::uint64_t{1} << 30;
 class BundleFile : public Store {
  public:
   struct Member {
-    std::string name;  // "<key hex>.jkc"
+    std::string name;  // "<key hex>.jkc" (or ".jka": an alias)
     Key key;
+    EntryKind kind = EntryKind::Binary;
     std::uint64_t offset = 0;  // of its bytes in the file
     std::uint64_t size = 0;
     Digest sha256{};
@@ -60,7 +63,7 @@ class BundleFile : public Store {
 
   const std::string& where() const override { return path_; }
   const std::string& problem() const override { return problem_; }
-  Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const override;
+  Read load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const override;
   void list(std::vector<StoredFile>& out) const override;
 
   const std::string& version() const { return version_; }  // the jitkernel that wrote it
@@ -78,7 +81,7 @@ class BundleFile : public Store {
   std::string problem_;
   std::string version_;
   std::vector<Member> members_;
-  std::map<Key, std::size_t> index_;  // key -> member
+  std::map<std::pair<Key, EntryKind>, std::size_t> index_;  // (key, kind) -> member
   Fd fd_;
 };
 

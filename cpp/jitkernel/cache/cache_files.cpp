@@ -22,6 +22,7 @@ namespace jk::cache {
 namespace {
 
 constexpr std::string_view kEntrySuffix = ".jkc";
+constexpr std::string_view kAliasSuffix = ".jka";
 constexpr std::string_view kTempSuffix = ".tmp";
 // Temp files older than this are left over from a crashed writer.
 constexpr std::int64_t kStaleTempSeconds = 3600;
@@ -41,10 +42,18 @@ bool is_key_hex(std::string_view s) {
          });
 }
 
-// "<key hex>.jkc": an entry's (or record's) name.
-bool is_entry_name(std::string_view name) {
-  return ends_with(name, kEntrySuffix) &&
-         is_key_hex(name.substr(0, name.size() - kEntrySuffix.size()));
+std::string_view suffix_of(EntryKind kind) { return kind == EntryKind::Alias ? kAliasSuffix : kEntrySuffix; }
+
+// "<key hex>.jkc" or "<key hex>.jka": an entry's (or record's) name, its kind in `kind`.
+bool is_entry_name(std::string_view name, EntryKind& kind) {
+  for (EntryKind k : {EntryKind::Binary, EntryKind::Alias}) {
+    const std::string_view suffix = suffix_of(k);
+    if (ends_with(name, suffix) && is_key_hex(name.substr(0, name.size() - suffix.size()))) {
+      kind = k;
+      return true;
+    }
+  }
+  return false;
 }
 
 // "<key hex>.<field>...<field>.tmp", fields of [0-9a-z]: a temp file's name
@@ -84,10 +93,14 @@ bool is_temp_name(std::string_view name, std::uint64_t& reserved) {
 
 }  // namespace
 
-std::string entry_name(const Digest& key) { return to_hex(key) + std::string(kEntrySuffix); }
+std::string entry_name(const Digest& key, EntryKind kind) { return to_hex(key) + std::string(suffix_of(kind)); }
 
-bool key_of_entry_name(std::string_view name, Digest& key) {
-  return is_entry_name(name) && from_hex(name.substr(0, name.size() - kEntrySuffix.size()), key);
+bool key_of_entry_name(std::string_view name, Digest& key, EntryKind* kind) {
+  EntryKind found = EntryKind::Binary;
+  if (!is_entry_name(name, found) || !from_hex(name.substr(0, name.size() - suffix_of(found).size()), key))
+    return false;
+  if (kind != nullptr) *kind = found;
+  return true;
 }
 
 std::string temp_name(const Digest& key, std::uint64_t size) {
@@ -140,8 +153,9 @@ void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>&
   while (struct dirent* e = ::readdir(dir)) {
     const std::string_view name = e->d_name;
     std::uint64_t reserved = 0;
+    EntryKind kind = EntryKind::Binary;
     const bool temp = is_temp_name(name, reserved);
-    if (!temp && !is_entry_name(name)) continue;
+    if (!temp && !is_entry_name(name, kind)) continue;
     struct stat st;
     if (::fstatat(folder.fd(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       continue;
@@ -157,6 +171,7 @@ void list_files(const Folder& folder, std::size_t index, std::vector<CacheFile>&
     if (temp && age < kReservationSeconds * kSecond) f.size = std::max(f.size, reserved);
     f.mtime = mtime_ns(st);
     f.temp = temp;
+    f.kind = kind;
     f.device = st.st_dev;
     f.inode = st.st_ino;
     out.push_back(std::move(f));

@@ -15,6 +15,7 @@
 
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/cache/store.hpp"
 
 namespace jk::cache {
 
@@ -25,12 +26,14 @@ inline constexpr const char* kEntryFolder = "kernels";
 inline constexpr const char* kRecordFolder = "records";
 inline constexpr std::size_t kEntries = 0, kRecords = 1;
 
-// "<key hex>.jkc": the name of the entry (or record) for `key`.
-std::string entry_name(const Digest& key);
+// "<key hex>.jkc": the name of the entry (or record) for `key`; "<key
+// hex>.jka" for an alias (store.hpp's EntryKind).
+std::string entry_name(const Digest& key, EntryKind kind = EntryKind::Binary);
 
 // The key the entry (or record) name `name` stands for; false when `name`
 // is not one ("<64 lowercase hex digits>.jkc", nothing else).
-bool key_of_entry_name(std::string_view name, Digest& key);
+// The kind of entry the name is, in `kind` when given.
+bool key_of_entry_name(std::string_view name, Digest& key, EntryKind* kind = nullptr);
 
 // A temp-file name no other writer uses (key, pid and a per-process random
 // number with a counter) that announces `size`, the bytes it will hold.
@@ -68,6 +71,7 @@ struct CacheFile {
   std::uint64_t size = 0;  // what it counts toward the cap
   std::int64_t mtime = 0;  // the LRU clock
   bool temp = false;
+  EntryKind kind = EntryKind::Binary;  // of an entry
   dev_t device = 0;
   ino_t inode = 0;
 };

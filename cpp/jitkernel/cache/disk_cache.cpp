@@ -226,8 +226,8 @@ enum class Where { None, Folder, Tier };
 
 // Looks `key` up in the stores in lookup order; `bad` tells whether a bad
 // entry was found on the way.
-Where lookup(const Config& c, const Key& key, std::string& payload, bool& bad) {
-  const Store* found = find(c.lookup, key, c.max_bytes, payload, bad);
+Where lookup(const Config& c, const Key& key, EntryKind kind, std::string& payload, bool& bad) {
+  const Store* found = find(c.lookup, key, kind, c.max_bytes, payload, bad);
   if (found == nullptr) return Where::None;
   return found == c.folder.get() ? Where::Folder : Where::Tier;
 }
@@ -265,11 +265,11 @@ std::optional<std::string> load_from_disk(const Key& key, Claim* claim) {
   if (c->lookup.empty()) return std::nullopt;
   std::string payload;
   bool bad = false;
-  Where where = lookup(*c, key, payload, bad);
+  Where where = lookup(*c, key, EntryKind::Binary, payload, bad);
   if (claim != nullptr && where == Where::None && c->readable && c->writable && c->claims) {
     const Claimed claimed = claim_or_wait(
         c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
-        [&] { return c->folder->load(key, c->max_bytes, payload) == Read::Hit; },
+        [&] { return c->folder->load(key, EntryKind::Binary, c->max_bytes, payload) == Read::Hit; },
         *claim);
     Counters& counters = state().counters;
     if (claimed.waited) counters.claim_waits++;
@@ -285,20 +285,28 @@ std::optional<std::string> load(const Key& key) { return load_from_disk(key, nul
 
 std::optional<std::string> load_or_claim(const Key& key, Claim& claim) { return load_from_disk(key, &claim); }
 
-void store(const Key& key, std::string_view payload) {
+std::optional<std::string> load_alias(const Key& key) {
+  std::shared_ptr<Config> c = config();
+  std::string payload;
+  bool bad = false;
+  if (c->lookup.empty() || lookup(*c, key, EntryKind::Alias, payload, bad) == Where::None) return std::nullopt;
+  return payload;
+}
+
+void store(const Key& key, std::string_view payload, EntryKind kind) {
   StageTimer timer(Stage::DiskStore);
   std::shared_ptr<Config> c = config();
   if (!c->readable || !c->writable) return;
   const char* what = "";
   int error = 0;
-  switch (c->folder->store(key, payload, &what, &error)) {
+  switch (c->folder->store(key, kind, payload, &what, &error)) {
     case Write::Stored:
-      state().counters.stores++;
+      if (kind == EntryKind::Binary) state().counters.stores++;
       break;
     case Write::NoRoom:
       break;
     case Write::EntryInTheWay:
-      entry_not_stored(c->folder->where() + "/" + entry_name(key), what, error);
+      entry_not_stored(c->folder->where() + "/" + entry_name(key, kind), what, error);
       break;
     case Write::Failed:
       write_failed(*c, what, error);
@@ -340,7 +348,7 @@ Info info() {
     std::vector<StoredFile> files;
     s->list(files);
     for (const StoredFile& f : files) {
-      if (!f.temp) tier.entries++;
+      if (!f.temp && f.kind == EntryKind::Binary) tier.entries++;
       tier.bytes = saturating_add(tier.bytes, f.size);
     }
     out.readonly.push_back(std::move(tier));

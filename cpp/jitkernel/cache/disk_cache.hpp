@@ -81,8 +81,13 @@ std::optional<std::string> load_or_claim(const Key& key, Claim& claim);
 // stored when writers in flight hold all the room). A folder that does not
 // take files turns the disk cache off with a warning; an entry whose name is
 // taken by something that cannot be replaced is skipped with one warning.
-// Nothing is thrown.
-void store(const Key& key, std::string_view payload);
+// Nothing is thrown. An alias (store.hpp's EntryKind) is stored the same way
+// but not counted in info().stores.
+void store(const Key& key, std::string_view payload, EntryKind kind = EntryKind::Binary);
+
+// The alias stored under `key` (the folder, then the tiers), not counted in
+// info()'s hits and misses: cuda/nvrtc/serving_alias.hpp's lookups.
+std::optional<std::string> load_alias(const Key& key);
 
 // Records: small payloads that are not compiled code (the toolkit
 // discovery python/jitkernel/_toolkit_search.py persists), stored in the entry

@@ -80,9 +80,9 @@ EntryFolder::EntryFolder(const std::string& directory)
   if (!folder_.ok()) problem_ = errno_text(folder_.error());
 }
 
-Read EntryFolder::load(const Key& key, std::uint64_t max_bytes, std::string& payload) const {
+Read EntryFolder::load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const {
   if (!usable()) return Read::Missing;
-  return read_entry(folder_, key, max_bytes, payload, Folders::Plain);
+  return read_entry(folder_, key, kind, max_bytes, payload, Folders::Plain);
 }
 
 void EntryFolder::list(std::vector<StoredFile>& out) const {
@@ -90,7 +90,7 @@ void EntryFolder::list(std::vector<StoredFile>& out) const {
   std::vector<CacheFile> files;
   list_files(folder_, kEntries, files, false);
   for (CacheFile& f : files)
-    if (!f.temp) out.push_back({std::move(f.name), f.size, false});
+    if (!f.temp) out.push_back({std::move(f.name), f.size, false, f.kind});
 }
 
 TierWriter::TierWriter(const std::string& directory, mode_t folder_mode, mode_t file_mode)
@@ -122,7 +122,7 @@ TierWriter::TierWriter(const std::string& directory, mode_t folder_mode, mode_t 
   if (!problem_.empty()) folder_ = Folder();
 }
 
-bool TierWriter::begin(const Key& key, std::uint64_t size) {
+bool TierWriter::begin(const Key& key, EntryKind kind, std::uint64_t size) {
   abort();
   if (!folder_.ok()) {
     errno = EBADF;
@@ -135,6 +135,7 @@ bool TierWriter::begin(const Key& key, std::uint64_t size) {
                    file_mode_));
     if (fd) {
       key_ = key;
+      kind_ = kind;
       fd_ = std::move(fd);
       temp_ = std::move(temp);
       check_ = std::make_unique<EntryCheck>(key, size);
@@ -165,7 +166,7 @@ TierWriter::Commit TierWriter::commit(std::string& why) {
     abort();
     return Commit::NotAnEntry;
   }
-  const std::string name = entry_name(key_);
+  const std::string name = entry_name(key_, kind_);
   if (!fd_.reset() || ::renameat(folder_.fd(), temp_.c_str(), folder_.fd(), name.c_str()) != 0) {
     const int error = errno;
     abort();

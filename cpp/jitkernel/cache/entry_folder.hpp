@@ -39,7 +39,7 @@ class EntryFolder : public Store {
 
   const std::string& where() const override { return entries_; }  // directory/kernels
   const std::string& problem() const override { return problem_; }
-  Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const override;
+  Read load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const override;
   void list(std::vector<StoredFile>& out) const override;  // entries only, never tidies
 
  private:
@@ -76,7 +76,7 @@ class TierWriter {
   // entry file for `key` of `size` bytes (Done), else removes it:
   // NotAnEntry with `why`, or Failed with errno set.
   enum class Commit { Done, NotAnEntry, Failed };
-  bool begin(const Key& key, std::uint64_t size);
+  bool begin(const Key& key, EntryKind kind, std::uint64_t size);
   bool write(std::string_view bytes);
   Commit commit(std::string& why);
   void abort();
@@ -89,6 +89,7 @@ class TierWriter {
   Folder folder_;
   // The entry being written.
   Key key_{};
+  EntryKind kind_ = EntryKind::Binary;
   Fd fd_;
   std::string temp_;
   std::unique_ptr<EntryCheck> check_;

@@ -17,7 +17,7 @@
 namespace jk::cache {
 
 Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Digest& key,
-                  std::string_view payload, std::uint64_t max_bytes,
+                  EntryKind kind, std::string_view payload, std::uint64_t max_bytes,
                   std::uint64_t& evictions, const char** what, int* error) {
   const Folder& folder = folders[into];
   *what = "opening the folder";
@@ -25,7 +25,7 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
   if (!folder.ok()) return Write::Failed;
   const std::uint64_t size = std::uint64_t(kEntryHeaderSize) + payload.size();
   const std::string temp = temp_name(key, size);
-  const std::string final_name = entry_name(key);
+  const std::string final_name = entry_name(key, kind);
   Fd fd(::openat(folder.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) {
     *what = "creating a file";
@@ -78,10 +78,10 @@ bool vanished(int error) { return error == ENOENT || error == ESTALE || error ==
 
 }  // namespace
 
-Read read_entry(const Folder& folder, const Digest& key, std::uint64_t max_bytes,
+Read read_entry(const Folder& folder, const Digest& key, EntryKind kind, std::uint64_t max_bytes,
                 std::string& payload, Folders whose) {
   if (!folder.ok()) return Read::Missing;
-  const std::string name = entry_name(key);
+  const std::string name = entry_name(key, kind);
   Fd fd;
   struct stat st;
   switch (open_for_reading(folder.fd(), name.c_str(), fd, st)) {

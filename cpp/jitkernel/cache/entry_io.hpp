@@ -24,7 +24,7 @@ namespace jk::cache {
 // wrong binary (every entry carries its checksum). `what` names the step that
 // failed and `error` its errno.
 Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Digest& key,
-                  std::string_view payload, std::uint64_t max_bytes,
+                  EntryKind kind, std::string_view payload, std::uint64_t max_bytes,
                   std::uint64_t& evictions, const char** what, int* error);
 
 // Whose folder an entry is read from: the writable folder's hits are marked
@@ -35,7 +35,7 @@ Write write_entry(const std::vector<Folder>& folders, std::size_t into, const Di
 // its files' owners are not checked.
 enum class Folders { Own, ReadOnly, Plain };
 
-// Reads the entry for `key` in `folder` (relative to its descriptor) into `payload` (checked against its
+// Reads the entry of `kind` for `key` in `folder` (relative to its descriptor) into `payload` (checked against its
 // header and checksum); a hit in our own folder marks it recently used (the
 // owner may always set times to now). Never blocks on what is in the entry's
 // place, and never allocates more than the file's real size, which must be
@@ -44,7 +44,7 @@ enum class Folders { Own, ReadOnly, Plain };
 // fails because the file went away or its server lost it (ENOENT, ESTALE,
 // EIO: another process removed it, or a network file system) is Missing,
 // not Bad: a plain miss, no warning.
-Read read_entry(const Folder& folder, const Digest& key, std::uint64_t max_bytes,
+Read read_entry(const Folder& folder, const Digest& key, EntryKind kind, std::uint64_t max_bytes,
                 std::string& payload, Folders whose = Folders::Own);
 
 }  // namespace jk::cache

@@ -5,17 +5,17 @@
 
 namespace jk::cache {
 
-Write Store::store(const Key&, std::string_view, const char** what, int* error) {
+Write Store::store(const Key&, EntryKind, std::string_view, const char** what, int* error) {
   *what = "storing into a read-only store";
   *error = errno = EROFS;
   return Write::Failed;
 }
 
-const Store* find(const std::vector<const Store*>& stores, const Key& key, std::uint64_t max_bytes,
+const Store* find(const std::vector<const Store*>& stores, const Key& key, EntryKind kind, std::uint64_t max_bytes,
                   std::string& payload, bool& bad) {
   for (const Store* store : stores) {
     if (!store->usable()) continue;
-    const Read read = store->load(key, max_bytes, payload);
+    const Read read = store->load(key, kind, max_bytes, payload);
     bad = bad || read == Read::Bad;
     if (read == Read::Hit) return store;
   }

@@ -28,6 +28,12 @@ namespace jk::cache {
 
 using Key = Digest;
 
+// What an entry file holds: a compiled binary ("<key hex>.jkc"), or a serving
+// alias ("<key hex>.jka": the key of a binary, named by what a machine without
+// NVRTC can compute: cuda/nvrtc/serving_alias.hpp). Both have the entry format
+// (entry.hpp); an alias is never served as a binary, nor a binary as an alias.
+enum class EntryKind : unsigned char { Binary, Alias };
+
 // What one load found.
 enum class Read {
   Hit,
@@ -43,12 +49,13 @@ enum class Write {
   Failed,         // the store does not take files (errno set)
 };
 
-// One file a listing found: an entry ("<key hex>.jkc", its whole size), or
-// a temp file being written (counted in sizes, never loaded).
+// One file a listing found: an entry ("<key hex>.jkc" or ".jka", its whole
+// size), or a temp file being written (counted in sizes, never loaded).
 struct StoredFile {
   std::string name;
   std::uint64_t size = 0;
   bool temp = false;
+  EntryKind kind = EntryKind::Binary;
 };
 
 class Store {
@@ -66,20 +73,20 @@ class Store {
   // The payload stored under `key`, checked (Hit), or Missing / Bad. Reads
   // at most `max_bytes` (an entry larger is Bad) and allocates no more than
   // the entry's real size.
-  virtual Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const = 0;
+  virtual Read load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const = 0;
 
   // Appends the entries (and temp files) it holds now to `out`.
   virtual void list(std::vector<StoredFile>& out) const = 0;
 
   // Stores `payload` under `key`. Read-only stores answer Failed (errno
   // EROFS); `what` names the step that failed and `error` its errno.
-  virtual Write store(const Key& key, std::string_view payload, const char** what, int* error);
+  virtual Write store(const Key& key, EntryKind kind, std::string_view payload, const char** what, int* error);
 };
 
 // The first of `stores` (usable ones, in order) with a valid entry for
 // `key`, its payload in `payload`; nullptr when none has one. `bad` is set
 // when a bad entry was found on the way.
-const Store* find(const std::vector<const Store*>& stores, const Key& key, std::uint64_t max_bytes,
+const Store* find(const std::vector<const Store*>& stores, const Key& key, EntryKind kind, std::uint64_t max_bytes,
                   std::string& payload, bool& bad);
 
 }  // namespace jk::cache

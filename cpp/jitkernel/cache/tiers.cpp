@@ -23,16 +23,16 @@ ReadOnlyTier::ReadOnlyTier(std::string directory) : directory_(std::move(directo
   if (problem_.empty() && !folder_.ok()) problem_ = errno_text(folder_.error());
 }
 
-Read ReadOnlyTier::load(const Key& key, std::uint64_t max_bytes, std::string& payload) const {
+Read ReadOnlyTier::load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const {
   if (!usable()) return Read::Missing;
-  return read_entry(folder_, key, max_bytes, payload, Folders::ReadOnly);
+  return read_entry(folder_, key, kind, max_bytes, payload, Folders::ReadOnly);
 }
 
 void ReadOnlyTier::list(std::vector<StoredFile>& out) const {
   if (!usable()) return;
   std::vector<CacheFile> files;
   list_files(folder_, kEntries, files, false);
-  for (CacheFile& f : files) out.push_back({std::move(f.name), f.size, f.temp});
+  for (CacheFile& f : files) out.push_back({std::move(f.name), f.size, f.temp, f.kind});
 }
 
 namespace {
@@ -43,7 +43,7 @@ class RefusedTier : public Store {
   RefusedTier(std::string where, std::string problem) : where_(std::move(where)), problem_(std::move(problem)) {}
   const std::string& where() const override { return where_; }
   const std::string& problem() const override { return problem_; }
-  Read load(const Key&, std::uint64_t, std::string&) const override { return Read::Missing; }
+  Read load(const Key&, EntryKind, std::uint64_t, std::string&) const override { return Read::Missing; }
   void list(std::vector<StoredFile>&) const override {}
 
  private:

@@ -42,7 +42,7 @@ class ReadOnlyTier : public Store {
 
   const std::string& where() const override { return directory_; }
   const std::string& problem() const override { return problem_; }
-  Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const override;
+  Read load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const override;
   void list(std::vector<StoredFile>& out) const override;  // never tidies
 
  private:

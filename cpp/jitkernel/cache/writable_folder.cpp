@@ -42,19 +42,20 @@ bool fits(std::uint64_t size, std::uint64_t max_bytes) {
 
 }  // namespace
 
-Read WritableFolder::load(const Key& key, std::uint64_t max_bytes, std::string& payload) const {
+Read WritableFolder::load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const {
   if (!usable()) return Read::Missing;
-  return read_entry(folders_[kEntries], key, max_bytes, payload, Folders::Own);
+  return read_entry(folders_[kEntries], key, kind, max_bytes, payload, Folders::Own);
 }
 
 void WritableFolder::list(std::vector<StoredFile>& out) const {
   if (!usable()) return;
   std::vector<CacheFile> files;
   list_files(folders_[kEntries], kEntries, files);
-  for (CacheFile& f : files) out.push_back({std::move(f.name), f.size, f.temp});
+  for (CacheFile& f : files) out.push_back({std::move(f.name), f.size, f.temp, f.kind});
 }
 
-Write WritableFolder::store(const Key& key, std::string_view payload, const char** what, int* error) {
+Write WritableFolder::store(const Key& key, EntryKind kind, std::string_view payload, const char** what,
+                            int* error) {
   *what = "";
   *error = 0;
   if (!usable()) {
@@ -64,7 +65,7 @@ Write WritableFolder::store(const Key& key, std::string_view payload, const char
   }
   if (!fits(payload.size(), max_bytes_)) return Write::NoRoom;  // could never stay
   std::uint64_t evictions = 0;
-  const Write result = write_entry(folders_, kEntries, key, payload, max_bytes_, evictions, what, error);
+  const Write result = write_entry(folders_, kEntries, key, kind, payload, max_bytes_, evictions, what, error);
   evictions_ += evictions;
   return result;
 }
@@ -75,7 +76,7 @@ bool WritableFolder::load_record(const Key& key, std::string& payload) const {
   // A record names a library to load: only a private folder's are used
   // (re-checked here, as a user may have changed its mode meanwhile).
   return folder.ok() && private_folder_problem(folder.fd()).empty() &&
-         read_entry(folder, key, max_bytes_, payload) == Read::Hit;
+         read_entry(folder, key, EntryKind::Binary, max_bytes_, payload) == Read::Hit;
 }
 
 bool WritableFolder::store_record(const Key& key, std::string_view payload, std::size_t max_records) {
@@ -85,7 +86,7 @@ bool WritableFolder::store_record(const Key& key, std::string_view payload, std:
   const char* what = "";
   int error = 0;
   std::uint64_t evictions = 0;
-  const bool stored = write_entry(folders_, kRecords, key, payload, max_bytes_, evictions, &what,
+  const bool stored = write_entry(folders_, kRecords, key, EntryKind::Binary, payload, max_bytes_, evictions, &what,
                                   &error) == Write::Stored;
   if (stored) {
     std::vector<CacheFile> records;
@@ -103,7 +104,7 @@ void WritableFolder::usage(std::uint64_t& entries, std::uint64_t& records, std::
   std::vector<CacheFile> files;
   for (std::size_t i = 0; i < folders_.size(); ++i) list_files(folders_[i], i, files);
   for (const CacheFile& f : files) {
-    if (!f.temp) (f.folder == kEntries ? entries : records)++;
+    if (!f.temp && f.kind == EntryKind::Binary) (f.folder == kEntries ? entries : records)++;
     bytes = saturating_add(bytes, f.size);
   }
 }
@@ -116,7 +117,7 @@ void WritableFolder::clear(std::uint64_t& entries, std::uint64_t& records) const
     std::vector<CacheFile> files;
     list_files(folders_[i], i, files);
     for (const CacheFile& f : files) {
-      if (remove_ours(folders_[i], f) != Removal::Removed || f.temp) continue;
+      if (remove_ours(folders_[i], f) != Removal::Removed || f.temp || f.kind != EntryKind::Binary) continue;
       (i == kEntries ? entries : records)++;
     }
   }

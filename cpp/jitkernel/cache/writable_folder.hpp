@@ -34,9 +34,9 @@ class WritableFolder : public Store {
   // The folder the problem was found in (directory or its kernels folder).
   const std::string& problem_at() const { return problem_at_; }
 
-  Read load(const Key& key, std::uint64_t max_bytes, std::string& payload) const override;
+  Read load(const Key& key, EntryKind kind, std::uint64_t max_bytes, std::string& payload) const override;
   void list(std::vector<StoredFile>& out) const override;  // tidies stale temp files
-  Write store(const Key& key, std::string_view payload, const char** what, int* error) override;
+  Write store(const Key& key, EntryKind kind, std::string_view payload, const char** what, int* error) override;
 
   // Records: the same entry format in "records", at most `max_records` kept
   // (least recently used removed). Only used while that folder is still

@@ -9,6 +9,7 @@ Format (all integers little-endian; docs/precompile.md)::
     12     4  manifest size M
     16     M  manifest: UTF-8 JSON {"format": 1, "jitkernel": version, "total_bytes": N,
               "entries": [{"name": "<64 hex>.jkc", "size": n, "sha256": "<64 hex>"}, ...]}
+              (".jka" names are serving aliases: cpp/jitkernel/cache/serving_alias.hpp)
     16+M  32  SHA-256 of the bytes before it (magic, version, size and manifest)
     ...       the entry files' bytes, in manifest order (N bytes in all)
     end-32 32 SHA-256 of everything before it
@@ -62,7 +63,7 @@ _TEMP_TRIES = 16  # names tried before a temp file counts as impossible to creat
 
 @dataclass(frozen=True)
 class _Member:
-    name: str  # "<key hex>.jkc"
+    name: str  # "<key hex>.jkc", or ".jka" for a serving alias
     size: int
     sha256: str  # hex
 
@@ -72,14 +73,26 @@ class BundleReport:
     """What ``export_cache`` / ``import_cache`` did."""
 
     path: str  # the bundle
-    entries: int  # entries in the bundle
-    bytes: int  # their bytes
-    stored: int  # import: entries written (0 for export)
+    entries: int  # compiled binaries in the bundle
+    bytes: int  # the bytes of its entry files (binaries and aliases)
+    stored: int  # import: binaries written (0 for export)
     jitkernel: str  # the version that wrote the bundle (its entries hit only in that version)
+    # Serving aliases in the bundle: how a machine without NVRTC finds each binary (docs/deploying.md).
+    aliases: int = 0
 
 
 def _is_entry_name(name) -> bool:
     return isinstance(name, str) and name.isascii() and _core._cache_entry_key(name) is not None
+
+
+def _is_alias(name: str) -> bool:
+    return name.endswith(".jka")
+
+
+def _report(path: str, names_sizes, stored: int, version: str) -> BundleReport:
+    names = [name for name, _ in names_sizes]
+    aliases = sum(1 for name in names if _is_alias(name))
+    return BundleReport(path, len(names) - aliases, sum(size for _, size in names_sizes), stored, version, aliases)
 
 
 def _cache_folder(directory: str | None):
@@ -93,8 +106,8 @@ def _cache_folder(directory: str | None):
 
 def export_cache(path, keys=None, directory=None) -> BundleReport:
     """Writes the valid entries of the compile cache (or of the cache folder ``directory``) into the bundle at
-    ``path`` (replaced atomically). ``keys``: only these (hex keys or entry names); a key with no valid entry is an
-    ArgumentError. Damaged entries are left out."""
+    ``path`` (replaced atomically), with their serving aliases. ``keys``: only these (hex keys or entry names) and
+    the aliases naming them; a key with no valid entry is an ArgumentError. Damaged entries are left out."""
     path = os.fspath(path)
     folder = _cache_folder(None if directory is None else os.fspath(directory))
     wanted = None if keys is None else [_key_name(k) for k in keys]
@@ -108,8 +121,20 @@ def export_cache(path, keys=None, directory=None) -> BundleReport:
             members.append((name, data))
         elif wanted is not None:
             raise ArgumentError("keys", f"no valid entry {name} in {folder.where}")
+    if wanted is not None:
+        members += _aliases_of(folder, {name[:64] for name, _ in members})
     _write_bundle(path, members)
-    return BundleReport(path, len(members), sum(len(d) for _, d in members), 0, _core.__version__)
+    return _report(path, [(name, len(data)) for name, data in members], 0, _core.__version__)
+
+
+def _aliases_of(folder, keys: set) -> list:
+    """(name, entry file) of each valid serving alias in ``folder`` that names one of ``keys`` (hex)."""
+    out = []
+    for name, _ in folder.entries():
+        data = folder.read(name, MAX_ENTRY_BYTES) if _is_alias(name) else None
+        if data is not None and _core._cache_alias_target(data[_ENTRY_HEADER:]) in keys:
+            out.append((name, data))
+    return out
 
 
 def _key_name(key) -> str:
@@ -219,7 +244,7 @@ def import_cache(path, into=None, max_bytes: int = MAX_TOTAL_BYTES) -> BundleRep
         stored = _write_into(path, bundle, os.fspath(into), members)
     else:
         stored = _store(path, bundle, members)
-    return BundleReport(path, len(members), sum(m.size for m in members), stored, version)
+    return _report(path, [(m.name, m.size) for m in members], stored, version)
 
 
 def _store(path: str, bundle, members) -> int:
@@ -233,7 +258,7 @@ def _store(path: str, bundle, members) -> int:
         data = b"".join(_pieces(bundle, i, m))
         if hashlib.sha256(data).hexdigest() != m.sha256:
             raise _changed(path, m)
-        _core._cache_store_entry(_core._cache_entry_key(m.name), data)
+        _core._cache_store_entry(m.name, data)
         del data  # before the next read: one entry in memory at a time, not two
     return cache_info().stores - before.stores
 
@@ -241,14 +266,14 @@ def _store(path: str, bundle, members) -> int:
 def _write_into(path: str, bundle, directory: str, members) -> int:
     """Writes each member of the checked bundle as an entry file of the folder ``directory``, laid out as a
     read-only tier (the core's ``_CacheTierWriter``: temp file + rename, never through a link), streamed, checking
-    each member's SHA-256 again (BundleError when it changed since the bundle was checked); returns how many were
+    each member's SHA-256 again (BundleError when it changed since the bundle was checked); returns how many binaries were
     written."""
     writer = _core._CacheTierWriter(directory)
     if writer.problem:
         raise ArgumentError("into", writer.problem)
     for i, m in enumerate(members):
         try:
-            writer.begin(_core._cache_entry_key(m.name), m.size)
+            writer.begin(m.name, m.size)
             digest = hashlib.sha256()
             for chunk in _pieces(bundle, i, m):
                 digest.update(chunk)
@@ -259,4 +284,4 @@ def _write_into(path: str, bundle, directory: str, members) -> int:
             raise BundleError(f"{writer.where}/{m.name}: cannot be written ({e.strerror or e})") from None
         finally:
             writer.abort()
-    return len(members)
+    return sum(1 for m in members if not _is_alias(m.name))

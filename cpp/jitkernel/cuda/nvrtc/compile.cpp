@@ -181,8 +181,9 @@ CompileResult run_nvrtc(const std::string& source, const std::string& program_na
   return out;
 }
 
+// `toolkit`: with the toolkit's -I folders (resolving the toolkit), else without.
 std::vector<std::string> options_for(const std::string& arch, CompileTarget target, bool minimal,
-                                     const CudaCompileOptions& user) {
+                                     const CudaCompileOptions& user, bool toolkit = true) {
   ParsedArch parsed = parse_arch(arch);
   validate_compile_options(user);
   std::vector<std::string> options;
@@ -191,7 +192,9 @@ std::vector<std::string> options_for(const std::string& arch, CompileTarget targ
                     std::to_string(parsed.number) + parsed.suffix);
   options.push_back("--std=" + user.std);
   for (const auto& flag : include_flags(user)) options.push_back(flag);
-  for (const auto& dir : toolkit_paths().include_dirs) options.push_back("-I" + dir);
+  if (toolkit) {
+    for (const auto& dir : toolkit_paths().include_dirs) options.push_back("-I" + dir);
+  }
   for (auto& flag : option_flags(user)) options.push_back(std::move(flag));
   if (minimal) options.push_back(kMinimal);
   return options;
@@ -207,6 +210,16 @@ std::vector<std::string> compile_options(const std::string& arch, CompileTarget 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const GeneratedKernel& kernel) {
   return options_for(arch, target, kernel.fits_minimal, kernel.options);
+}
+
+std::vector<std::string> portable_compile_options(const std::string& arch, CompileTarget target,
+                                                  const std::string& source, const CudaCompileOptions& user) {
+  return options_for(arch, target, codegen::fits_minimal_builtins(source), user, false);
+}
+
+std::vector<std::string> portable_compile_options(const std::string& arch, CompileTarget target,
+                                                  const GeneratedKernel& kernel) {
+  return options_for(arch, target, kernel.fits_minimal, kernel.options, false);
 }
 
 std::string nvrtc_program_name(const GeneratedKernel& kernel) {

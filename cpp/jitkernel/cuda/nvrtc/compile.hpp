@@ -42,4 +42,11 @@ std::vector<std::string> compile_options(const std::string& arch, CompileTarget 
 std::vector<std::string> compile_options(const std::string& arch, CompileTarget target,
                                          const GeneratedKernel& kernel);
 
+// compile_options() less the toolkit's -I folders: what a machine without
+// the toolkit can compute (the serving key, cache/serving_alias.hpp).
+std::vector<std::string> portable_compile_options(const std::string& arch, CompileTarget target,
+                                                  const std::string& source, const CudaCompileOptions& options);
+std::vector<std::string> portable_compile_options(const std::string& arch, CompileTarget target,
+                                                  const GeneratedKernel& kernel);
+
 }  // namespace jk::cuda

@@ -10,6 +10,7 @@
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "jitkernel/cache/disk_cache.hpp"
+#include "jitkernel/cache/serving_alias.hpp"
 #include "jitkernel/core/compile_events.hpp"
+#include "jitkernel/core/errors.hpp"
 #include "jitkernel/core/hash.hpp"
 #include "jitkernel/core/stage_clock.hpp"
 #include "jitkernel/cuda/nvrtc/compile_options.hpp"
@@ -75,15 +78,37 @@ class Answer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// A request's serving key (cache/serving_alias.hpp), hashed when first
+// needed: only a store or a machine without NVRTC needs it.
+class ServingKey {
+ public:
+  ServingKey(const std::string& source, const std::string& program_name, const std::string& arch,
+             CompileTarget target, std::function<std::vector<std::string>()> options)
+      : source_(source), program_name_(program_name), arch_(arch), target_(target), options_(std::move(options)) {}
+  const cache::Key& get() {
+    if (!key_) key_ = cache::serving_key({source_, program_name_, target_name(target_), arch_, options_()});
+    return *key_;
+  }
+
+ private:
+  const std::string& source_;
+  const std::string& program_name_;
+  const std::string& arch_;
+  CompileTarget target_;
+  std::function<std::vector<std::string>()> options_;
+  std::optional<cache::Key> key_;
+};
+
 // The disk cache (or another process's compile of the same key, see
 // cache/claims.hpp), else `compile` (whose result is stored on disk if
 // `rekey`, the key computed again after the compile, is still `key`; the
-// claim is dropped after the store, or when the compile throws). A
-// compile whose key cannot cover what it reads (cache/compile_key.hpp)
-// neither uses nor fills the disk cache, with one warning.
+// claim is dropped after the store, or when the compile throws). A stored
+// binary gets its serving alias (cache/serving_alias.hpp). A compile whose key cannot cover what it reads
+// (cache/compile_key.hpp) neither uses nor fills the disk cache, with one
+// warning.
 template <typename Rekey, typename Compile>
-Compiled through_disk(const cache::CompileKey& key, const std::string& program_name, Rekey&& rekey,
-                      Compile&& compile) {
+Compiled through_disk(const cache::CompileKey& key, ServingKey& serving, const std::string& program_name,
+                      Rekey&& rekey, Compile&& compile) {
   if (!key.not_covered.empty()) {
     if (cache::active_directory()) {
       cache::warn("not covered: " + key.not_covered,
@@ -97,8 +122,34 @@ Compiled through_disk(const cache::CompileKey& key, const std::string& program_n
     return {std::move(*hit), true, BinarySource::DiskCache};
   Compiled out{compile(), true};
   out.keyed = rekey().digest == key.digest;
-  if (out.keyed) cache::store(key.digest, out.binary);
+  if (out.keyed) {
+    cache::store(key.digest, out.binary);
+    cache::store_alias(serving.get(), key.digest);
+  }
   return out;
+}
+
+// The compile key from `make_key`; where NVRTC cannot be loaded (a machine
+// that only serves kernels), nullopt with the binary found through the
+// serving alias in `served`, else CudaNotAvailable saying that neither is
+// there.
+template <typename MakeKey>
+std::optional<cache::CompileKey> key_or_served(MakeKey&& make_key, ServingKey& serving,
+                                               const std::string& program_name, const std::string& arch,
+                                               std::string& served) {
+  try {
+    return make_key();
+  } catch (const CudaNotAvailable& e) {
+    std::optional<std::string> binary = cache::load_through_alias(serving.get());
+    if (!binary) {
+      throw CudaNotAvailable(std::string(e.what()) + "\nNo compiled binary of '" + program_name + "' for " + arch +
+                             " is in the compile cache or its read-only tiers either (a machine without NVRTC "
+                             "serves the kernels of a bundle made by `precompile` and `cache export`: "
+                             "docs/deploying.md).");
+    }
+    served = std::move(*binary);
+    return std::nullopt;
+  }
 }
 
 // The compile key's fields (cache/compile_key.hpp) besides the options,
@@ -139,8 +190,17 @@ std::string compile_kernel_persistent(const GeneratedKernel& kernel, const std::
                                       CompileTarget target) {
   const std::string name = nvrtc_program_name(kernel);
   const Answer answer(name, arch, kernel.source.size());
+  ServingKey serving(kernel.source, name, arch, target,
+                     [&] { return portable_compile_options(arch, target, kernel); });
+  std::string served;
+  const std::optional<cache::CompileKey> key =
+      key_or_served([&] { return compile_key(kernel, arch, target); }, serving, name, arch, served);
+  if (!key) {
+    answer(BinarySource::DiskCache);
+    return served;
+  }
   Compiled compiled = through_disk(
-      compile_key(kernel, arch, target), name, [&] { return compile_key(kernel, arch, target); },
+      *key, serving, name, [&] { return compile_key(kernel, arch, target); },
       [&] { return compile_kernel(kernel, arch, target); });
   answer(compiled.from);
   return std::move(compiled.binary);
@@ -150,8 +210,18 @@ std::string compile_source_persistent(const std::string& source, const std::stri
                                       const std::string& arch, CompileTarget target,
                                       const CudaCompileOptions& options) {
   const Answer answer(program_name, arch, source.size());
+  ServingKey serving(source, program_name, arch, target,
+                     [&] { return portable_compile_options(arch, target, source, options); });
+  std::string served;
+  const std::optional<cache::CompileKey> key = key_or_served(
+      [&] { return compile_key(source, program_name, arch, target, options); }, serving, program_name, arch,
+      served);
+  if (!key) {
+    answer(BinarySource::DiskCache);
+    return served;
+  }
   Compiled compiled = through_disk(
-      compile_key(source, program_name, arch, target, options), program_name,
+      *key, serving, program_name,
       [&] { return compile_key(source, program_name, arch, target, options); },
       [&] { return compile_source(source, program_name, arch, target, options); });
   answer(compiled.from);
@@ -162,24 +232,33 @@ std::shared_ptr<const std::string> compile_kernel_cached(const GeneratedKernel& 
                                                          const std::string& arch) {
   const std::string name = nvrtc_program_name(kernel);
   const Answer answer(name, arch, kernel.source.size());
-  const cache::CompileKey key = compile_key(kernel, arch, CompileTarget::Cubin);
+  ServingKey serving(kernel.source, name, arch, CompileTarget::Cubin,
+                     [&] { return portable_compile_options(arch, CompileTarget::Cubin, kernel); });
+  std::string served;
+  const std::optional<cache::CompileKey> key = key_or_served(
+      [&] { return compile_key(kernel, arch, CompileTarget::Cubin); }, serving, name, arch, served);
+  // A binary served through its alias is kept in memory under the serving key (no compile key has that value).
+  const cache::Digest memory_key = key ? key->digest : serving.get();
   BinaryCache& memory = binary_cache();
   {
     std::lock_guard<std::mutex> lock(memory.mutex);
-    auto it = memory.entries.find(key.digest);
+    auto it = memory.entries.find(memory_key);
     if (it != memory.entries.end()) {
       answer(BinarySource::MemoryCache);
       return it->second;
     }
   }
-  Compiled compiled = through_disk(
-      key, name, [&] { return compile_key(kernel, arch, CompileTarget::Cubin); },
-      [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); });
+  Compiled compiled{std::move(served), true, BinarySource::DiskCache};
+  if (key) {
+    compiled = through_disk(
+        *key, serving, name, [&] { return compile_key(kernel, arch, CompileTarget::Cubin); },
+        [&] { return compile_kernel(kernel, arch, CompileTarget::Cubin); });
+  }
   answer(compiled.from);
   auto cubin = std::make_shared<const std::string>(std::move(compiled.binary));
   if (!compiled.keyed) return cubin;
   std::lock_guard<std::mutex> lock(memory.mutex);
-  return memory.entries.emplace(key.digest, std::move(cubin)).first->second;
+  return memory.entries.emplace(memory_key, std::move(cubin)).first->second;
 }
 
 }  // namespace jk::cuda
