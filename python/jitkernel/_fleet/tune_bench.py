@@ -39,13 +39,13 @@ def _helper(name: str):
             kernel = cuda_kernel(name="jk_tune_wait", input_names=["ns"], output_names=["done"], source="""
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < (unsigned long long)ns);
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < (unsigned long long)ns[0]);
     done[0] = 1;
 """)
         else:
             kernel = cuda_kernel(name="jk_tune_copy", input_names=["src", "n"], output_names=["dst"],
                                  source="size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; "
-                                        "if (i < (size_t)n) dst[i] = src[i];")
+                                        "if (i < (size_t)n[0]) dst[i] = src[i];")
         _helpers[name] = kernel
     return kernel
 

@@ -81,14 +81,8 @@ class Autotuned:
 
     def __call__(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
                  threadgroup=None, template=None, init_value=None, stream=None):
-        inputs = self._inputs_arg(args, inputs)
-        shapes, dtypes = _describe(inputs)
-        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs)
-        index = self._chosen.get(memory_key)
-        if index is None:
-            call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
-                        threadgroup=threadgroup, template=template, init_value=init_value, stream=stream)
-            index = self._decide(memory_key, inputs, shapes, dtypes, call)
+        inputs, shapes, index = self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
+                                             template, init_value, stream)
         return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs,
                            init_value=init_value, stream=stream,
                            **self._launch(index, shapes, grid, threadgroup, template))
@@ -97,6 +91,13 @@ class Autotuned:
              threadgroup=None, template=None, init_value=None, stream=None):
         """The ``Config`` a call with these arguments runs (tuning now when its bucket has no decision); the
         kernel is not run with the caller's arrays. Use it to tune before capturing a CUDA graph."""
+        return self.configs[self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
+                                         template, init_value, stream)[2]]
+
+    def _choose(self, args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup, template, init_value,
+                stream) -> tuple:
+        """(inputs as a list, their shapes, the index of the configuration to run): one dict lookup once the
+        bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
         shapes, dtypes = _describe(inputs)
         memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs)
@@ -105,7 +106,7 @@ class Autotuned:
             call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
                         threadgroup=threadgroup, template=template, init_value=init_value, stream=stream)
             index = self._decide(memory_key, inputs, shapes, dtypes, call)
-        return self.configs[index]
+        return inputs, shapes, index
 
     @staticmethod
     def _inputs_arg(args, inputs) -> list:
@@ -284,6 +285,9 @@ class Autotuned:
             compile_args.append(dict(inputs=run_inputs, output_dtypes=out_dtypes, template=launch["template"],
                                      threadgroup=launch["threadgroup"], device=device))
         return tune_bench.Candidates(self.kernel, calls, compile_args, device, stream)
+
+
+Autotuned.__module__ = "jitkernel"
 
 
 def _code_identity(fn) -> str:
