@@ -17,6 +17,7 @@ import pytest
 
 import jitkernel as jk
 from _gpu_util import INDEX, need, to_device, to_numpy
+from _processes import WAIT_FOR_GO, run_together
 
 pytestmark = pytest.mark.gpu
 
@@ -97,11 +98,14 @@ def test_in_place_input_modified_once():
     torch.testing.assert_close(y, before + 1)
 
 
-CHILD = """
-import json, sys
+HERE = os.path.dirname(os.path.abspath(__file__))
+# What a child process needs on sys.path to import this module (tests/gpu and tests).
+PATHS = f"import sys; sys.path[:0] = [{HERE!r}, {os.path.dirname(HERE)!r}]"
+
+CHILD = PATHS + """
+import json
 import numpy as np
 import jitkernel as jk
-sys.path.insert(0, sys.argv[1])
 from test_autotune_gpu import plus_one
 tuned = plus_one()
 x = np.arange(4096, dtype=np.float32)
@@ -115,7 +119,7 @@ def test_second_process_reads_the_decision(tmp_path):
     env = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "shared"))
     runs = []
     for _ in range(2):
-        p = subprocess.run([sys.executable, "-c", CHILD, os.path.dirname(__file__)], env=env, capture_output=True,
+        p = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
                            text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -164,3 +168,28 @@ def test_graph_capture_never_tunes():
     torch.testing.assert_close(a, x + 1)
     torch.testing.assert_close(b, x + 1)
     assert fresh.stats["tuned"] == 0 and not fresh.decisions
+
+
+RANK = PATHS + """
+import json
+import numpy as np
+import jitkernel as jk
+from test_autotune_gpu import plus_one
+""" + WAIT_FOR_GO + """
+tuned = plus_one("tuned_ranks")
+x = np.arange(4096, dtype=np.float32)
+(y,) = tuned(inputs=[x], output_shapes=[x.shape], output_dtypes=[jk.float32])
+(decision,) = tuned.decisions.values()
+print(json.dumps(dict(stats=tuned.stats, ok=bool(np.array_equal(y.numpy(), x + 1)), chosen=decision["chosen"],
+                      times=decision["times_ms"])))
+"""
+
+
+def test_ranks_on_one_node_tune_once_and_agree(tmp_path):
+    """Four processes started together on one empty cache: one tunes, the others wait on its claim and read the
+    decision; all run the same configuration."""
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "shared"))
+    results = run_together(RANK, [env] * 4, tmp_path)
+    assert all(r["ok"] for r in results)
+    assert sum(r["stats"]["tuned"] for r in results) == 1, results
+    assert {r["chosen"] for r in results} == {1} and len({json.dumps(r["times"]) for r in results}) == 1

@@ -14,9 +14,8 @@ lost). ``measure`` replaces all of this in tests (``autotune._set_measure``).
 """
 from __future__ import annotations
 
-import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
 
 from .. import _core
 from .._errors import JitKernelError, KernelFaultError
@@ -75,10 +74,14 @@ def device_of(inputs) -> int:
     """The CUDA device of the first GPU array among ``inputs`` (0 when none is on a GPU)."""
     for x in inputs:
         device = getattr(x, "__dlpack_device__", None)
-        if device is not None:
+        if device is None:
+            continue
+        try:
             kind, ordinal = device()
-            if int(kind) in (2, 3, 13):  # CUDA, CUDA host, CUDA managed
-                return int(ordinal)
+        except Exception:  # a tracer's stand-in array may have no device to report
+            continue
+        if int(kind) in (2, 3, 13):  # CUDA, CUDA host, CUDA managed
+            return int(ordinal)
     return 0
 
 
@@ -109,18 +112,39 @@ class Candidates:
 
 
 def compile_all(c: Candidates) -> list:
-    """Compiles and loads every candidate, in parallel; returns each one's error message (None: ready)."""
-    def one(args):
-        try:
-            c.kernel.attributes(**args)
-            return None
-        except KernelFaultError:
-            raise
-        except JitKernelError as e:
-            return f"{type(e).__name__}: {e}"
+    """Compiles and loads every candidate, in parallel threads (NVRTC runs with the GIL released; plain threads:
+    concurrent.futures would import logging into every ``import jitkernel``); returns each one's error message
+    (None: ready). A kernel fault is raised."""
+    results: list = [None] * len(c.compile_args)
+    todo = list(range(len(c.compile_args)))
+    lock = threading.Lock()
 
-    with ThreadPoolExecutor(max_workers=min(_COMPILE_THREADS, len(c.compile_args))) as pool:
-        return list(pool.map(one, c.compile_args))
+    def work():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            try:
+                c.kernel.attributes(**c.compile_args[i])
+            except JitKernelError as e:
+                results[i] = e
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(min(_COMPILE_THREADS, len(todo)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for error in results:
+        if isinstance(error, KernelFaultError):
+            raise error
+    return [None if e is None else f"{type(e).__name__}: {e}" for e in results]
+
+
+def _median(values: list) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _batch(c: Candidates, timer, i: int, reps: int) -> float:
@@ -168,5 +192,5 @@ def measure(c: Candidates, warmup: int, reps: int | None) -> tuple:
         for i in ready:
             samples[i].append(_batch(c, timer, i, counts[i]))
     for i in ready:
-        times[i] = statistics.median(samples[i])
+        times[i] = _median(samples[i])
     return times, errors

@@ -24,6 +24,8 @@ from .tune_config import TuningWarning, _describe, _dims, _dtype_name, _template
 
 __all__ = ["Autotuned"]
 
+_MAX_LAUNCHES = 4096  # launch keywords kept per tuned kernel (_launch)
+
 # Tests replace timing, the GPU's identity and the capture query here (_set_measure).
 _measure = tune_bench.measure  # (candidates, warmup, reps) -> (times, errors)
 _device_identity = None  # None: the GPU's (device_info); else device -> {"name", "arch"}
@@ -71,6 +73,7 @@ class Autotuned:
         self._code = "|".join(_code_identity(f) for f in (grid, threadgroup, key))
         self._templates = [list(c.template) for c in configs]
         self._chosen: dict = {}  # memory key -> config index
+        self._launches: dict = {}  # (config index, shapes) -> launch keywords (_launch)
         self._lock = threading.RLock()
         self._warned: set = set()
         self.decisions: dict = {}
@@ -164,6 +167,18 @@ class Autotuned:
         return call_value
 
     def _launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
+        """The launch keywords (grid, threadgroup, template) of configuration ``index`` for these shapes; kept per
+        (index, shapes) when the call adds nothing of its own (the common case: one dict lookup per call)."""
+        if grid is None and threadgroup is None and not template:
+            launch = self._launches.get((index, shapes))
+            if launch is None:
+                if len(self._launches) >= _MAX_LAUNCHES:  # many shapes (dynamic sizes): start over
+                    self._launches.clear()
+                launch = self._launches[(index, shapes)] = self._make_launch(index, shapes, None, None, None)
+            return launch
+        return self._make_launch(index, shapes, grid, threadgroup, template)
+
+    def _make_launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
         config = self.configs[index]
         tmpl = self._templates[index]
         if template:
