@@ -3,7 +3,8 @@ decision's round trip through the compile cache (a second tuned object, as a sec
 key buckets, damaged and hostile decisions (ignored with a CacheWarning, tuned again, never a crash), decisions
 travelling in bundles, the rule that nothing is tuned while a graph is captured or a framework traces, `python -m
 jitkernel cache tuned`, and several processes on one empty cache tuning a key once (claims). Timing, the GPU's
-identity and the capture query are replaced through ``tune_call._set_measure``; the kernel never runs."""
+identity and the capture query are replaced through ``tune_call._set_measure`` (the kernel never runs), except in
+the last test, which runs the real timing path against the mock driver (benchmarks/host_only/mock_libcuda.c)."""
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ import jitkernel as jk
 from jitkernel import _core
 from jitkernel._fleet import tune_call, tune_decisions
 from jitkernel._kernels import call_routes
+from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
 from _processes import WAIT_FOR_GO, run_together
 
 GPU = {"name": "Fake GPU", "arch": "sm_90a"}
@@ -332,3 +334,35 @@ def test_ranks_tune_once_and_agree(tmp_path):
     assert sum(r["timed"] for r in results) == 1, results
     assert {r["block"] for r in results} == {128}
     assert len({json.dumps(r["times"]) for r in results}) == 1, results  # everyone read the one decision
+
+
+# --- the real timing path, through the mock driver ----------------------------------------------------------------
+
+def test_real_timing_path_with_the_mock_driver(mock_driver, tmp_path):
+    """Compiles (threads), launches, copies jk.Array outputs, the wait kernel and the event timer, as on a GPU; the
+    mock's launches do nothing and every interval is 1 ms, so the first candidate wins; a second tuned object reads
+    the decision."""
+    proc = run_with_mock(mock_driver, """
+        import json
+        import numpy as np
+        import jitkernel as jk
+        k = jk.cuda_kernel(name="mocked", input_names=["inp"], output_names=["out"],
+                           source="size_t i = blockIdx.x * (size_t)BLOCK + threadIdx.x; if (i < inp_shape[0]) out[i] += inp[i];")
+        space = [jk.Config(template={"BLOCK": b}, threadgroup=(b, 1, 1)) for b in (64, 128, 4096)]
+        tuned = jk.autotune(k, configs=space, grid=lambda shapes, cfg: (shapes[0][0], 1, 1), reps=3)
+        x = np.ones(1000, np.float32)
+        (out,) = k(inputs=[x], output_shapes=[(1000,)], output_dtypes=[jk.float32], grid=(1000, 1, 1),
+                   threadgroup=(64, 1, 1), template={"BLOCK": 64})
+        tuned(inputs=[x], outputs=[out])
+        (decision,) = tuned.decisions.values()
+        again = jk.autotune(k, configs=space, grid=lambda shapes, cfg: (shapes[0][0], 1, 1), reps=3)
+        again.tune(inputs=[x], outputs=[out])
+        print(json.dumps(dict(stats=tuned.stats, again=again.stats, times=decision["times_ms"],
+                              errors=decision["errors"], chosen=decision["chosen"])))
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["chosen"] == 0 and result["times"][:2] == [1.0 / 3, 1.0 / 3], result
+    assert result["times"][2] is None and "threadgroup" in result["errors"][2], result  # 4096 threads: refused
+    assert result["stats"] == {"tuned": 1, "loaded": 0, "candidates_timed": 2}
+    assert result["again"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}
