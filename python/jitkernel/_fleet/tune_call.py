@@ -211,7 +211,7 @@ class Autotuned:
                 if _capturing(handle, device):
                     why_not = "a CUDA graph is being captured on the call's stream"
             if why_not is not None:
-                return self._untuned(key, bucket, why_not)
+                return self._untuned(memory_key, key, bucket, why_not)
             self._launch(0, shapes, call["grid"], call["threadgroup"], call["template"])  # its errors first
             decision, claim = tune_decisions.load(key, self._space, claim=True)
             try:
@@ -238,11 +238,14 @@ class Autotuned:
             raise
         return {"name": info["name"], "arch": info["arch"]}
 
-    def _untuned(self, key, bucket: str, why_not: str) -> int:
-        """The index to run while tuning is not allowed: the stored decision's, else 0 with one warning."""
+    def _untuned(self, memory_key, key, bucket: str, why_not: str) -> int:
+        """The index to run while tuning is not allowed: the stored decision's (then remembered), else 0 with one
+        warning (not remembered: the next eager call tunes)."""
         decision = None if key is None else tune_decisions.load(key, self._space, claim=False)[0]
         if decision is not None:
+            self.stats["loaded"] += 1
             self.decisions[bucket] = decision
+            self._chosen[memory_key] = decision["chosen"]
             return decision["chosen"]
         if why_not not in self._warned:
             self._warned.add(why_not)
