@@ -120,6 +120,9 @@ CUresult cuEventCreate(void** e, unsigned f) { (void)f; *e = malloc(8); return 0
 CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; return 0; }
 CUresult cuEventDestroy(void* e) { free(e); return 0; }
 CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { (void)s; (void)e; (void)f; return 0; }
+CUresult cuEventSynchronize(void* e) { (void)e; return 0; }
+/* Every timed interval lasts 1 ms (autotuning's timer; launches take no time here). */
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) { (void)a; (void)b; *ms = 1.0f; return 0; }
 
 #define ENTRY(name) {#name, (void*)name}
 static const struct { const char* name; void* fn; } entries[] = {
@@ -134,6 +137,7 @@ static const struct { const char* name; void* fn; } entries[] = {
   ENTRY(cuMemsetD8Async), ENTRY(cuMemsetD16Async), ENTRY(cuMemsetD32Async), ENTRY(cuPointerGetAttribute),
   ENTRY(cuStreamSynchronize), ENTRY(cuStreamQuery), ENTRY(cuStreamIsCapturing), ENTRY(cuStreamGetCtx),
   ENTRY(cuEventCreate), ENTRY(cuEventRecord), ENTRY(cuEventDestroy), ENTRY(cuStreamWaitEvent),
+  ENTRY(cuEventSynchronize), ENTRY(cuEventElapsedTime),
 };
 
 static void* lookup(const char* symbol) {

@@ -66,6 +66,7 @@ from ._fleet.cache import CacheInfo, CacheWarning, cache_info, cache_path, clear
 from ._fleet.placeholders import ShapeDtype
 from ._fleet.precompile import PrecompileReport, precompile
 from ._fleet.bundle import BundleReport, export_cache, import_cache
+from ._fleet.autotune import Autotuned, Config, TuningWarning, autotune
 from ._toolkit_search import toolkit_info
 from . import fast  # MLX's names: jk.fast.cuda_kernel, jk.fast.metal_kernel, jk.fast.precompiled_cuda_kernel
 
@@ -138,7 +139,7 @@ __all__ = [
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
     "sharded", "jax_export_disabled_checks", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",
-    "RecordError", "BundleError",
+    "RecordError", "BundleError", "autotune", "Config", "Autotuned", "TuningWarning",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",
     "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",

@@ -2,7 +2,8 @@
 `python -m jitkernel doctor` shows where jitkernel found NVRTC, the CUDA headers and the driver, and which GPUs
 it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache info|clear|path` shows, empties or
 locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
-reads a bundle of its entries (_fleet/bundle.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
+reads a bundle of its entries (_fleet/bundle.py); `cache tuned` lists the autotuning decisions stored (kernel, key,
+chosen configuration, each candidate's time; _fleet/autotune.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
 module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_fleet/precompile.py).
 `python -m jitkernel sanitize [--tool memcheck] -- script.py args` runs a program under compute-sanitizer with its
 reports naming jitkernel kernels and body lines (_sanitize.py). `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
@@ -19,6 +20,7 @@ import sys
 
 import jitkernel as jk
 from jitkernel import _core, _demo, _sanitize
+from jitkernel._fleet.autotune import tuned_decisions
 
 
 # Packages jitkernel works with, as their distributions are named (versions read from metadata: nothing imported).
@@ -122,6 +124,8 @@ def cache(action: str, args=None) -> int:
     `cache export FILE` / `cache import FILE` write / read a bundle."""
     if action in ("export", "import"):
         return bundle(action, args)
+    if action == "tuned":
+        return tuned()
     if action == "path":
         print(jk.cache_path())
         for tier in jk.cache_info().readonly:  # then the read-only tiers, in lookup order (when set)
@@ -142,6 +146,28 @@ def cache(action: str, args=None) -> int:
         state = f"{tier.entries} entries, {_size(tier.bytes)}" if tier.used else f"not used: {tier.reason}"
         print(f"read-only: {tier.path} ({state})")
     print(f"claims: {'on, waiting up to ' + format(info.claim_wait_seconds, 'g') + ' s' if info.claims else 'off'}")
+    return 0
+
+
+def _config_text(config: dict) -> str:
+    parts = [f"{name}={value['dtype'] if isinstance(value, dict) else value}" for name, value in config["template"]]
+    parts += [f"{k}={tuple(config[k])}" for k in ("threadgroup", "grid") if config[k] is not None]
+    return " ".join(parts) or "(defaults)"
+
+
+def tuned() -> int:
+    """`cache tuned`: every autotuning decision in the cache folder and its read-only tiers."""
+    decisions = tuned_decisions()
+    if not decisions:
+        print(f"no autotuning decisions in {jk.cache_path()}")
+        return 0
+    for d in sorted(decisions, key=lambda d: (d["kernel"], d["device"], d["key"])):
+        print(f"{d['kernel']} on {d['device']} ({d['arch']}), key {d['key']}: "
+              f"{_config_text(d['configs'][d['chosen']])}  [{d['where']}/{d['entry']}]")
+        for i, (config, ms, error) in enumerate(zip(d["configs"], d["times_ms"], d["errors"])):
+            mark = "*" if i == d["chosen"] else " "
+            result = f"{ms * 1000:.2f} us" if ms is not None else f"failed: {(error or '?').splitlines()[0]}"
+            print(f"  {mark} {i}: {_config_text(config)}: {result}")
     return 0
 
 
@@ -198,7 +224,8 @@ COMMANDS = {
     "doctor": (lambda a: doctor(a.json), "show the NVRTC library, CUDA include folders, driver, GPUs, compile cache "
                                           "and frameworks jitkernel finds"),
     "cache": (lambda a: cache(a.action, a), "show (info), empty (clear) or print the folder of (path) the compile "
-                                            "cache; write (export) or read (import) a bundle of its entries"),
+                                            "cache; write (export) or read (import) a bundle of its entries; list "
+                                            "autotuning decisions (tuned)"),
     "precompile": (precompile, "compile the kernels a function calls (--calls) or a record lists (--record) for "
                                "GPU architectures into the compile cache, without a GPU"),
     "sanitize": (lambda a: _sanitize.run(a.tool, a.program[1:] if a.program[:1] == ["--"] else a.program),
@@ -231,9 +258,10 @@ def main(argv=None) -> int:
         if name == "doctor":
             command.add_argument("--json", action="store_true", help="one JSON object instead of text")
         if name == "cache":
-            command.add_argument("action", choices=("info", "clear", "path", "export", "import"),
+            command.add_argument("action", choices=("info", "clear", "path", "export", "import", "tuned"),
                                  help="info: folder, state and size; clear: remove every entry jitkernel stored; "
-                                      "path: the folder; export FILE / import FILE: write / read a bundle")
+                                      "path: the folder; export FILE / import FILE: write / read a bundle; "
+                                      "tuned: the autotuning decisions stored")
             command.add_argument("file", nargs="?", metavar="FILE", help="the bundle (export and import)")
             command.add_argument("--keys", nargs="+", metavar="KEY", help="export: only these entries (hex keys)")
             command.add_argument("--from", dest="source", metavar="DIR",

@@ -26,6 +26,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "services/cache_keys.hpp"
 #include "jitkernel/cache/bundle_file.hpp"
 #include "jitkernel/cache/cache_files.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
@@ -38,13 +39,6 @@
 
 namespace jk::py {
 namespace {
-
-cache::Digest key_arg(const std::string& hex) {
-  cache::Digest key{};
-  if (!cache::from_hex(hex, key))
-    throw ArgumentError("key", "expected 64 lowercase hex digits, got '" + hex.substr(0, 80) + "'");
-  return key;
-}
 
 std::string_view view(const nb::bytes& data) { return {data.c_str(), data.size()}; }
 

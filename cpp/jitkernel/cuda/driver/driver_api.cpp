@@ -146,6 +146,8 @@ std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   required(a.cuEventRecord, "cuEventRecord");
   required(a.cuEventDestroy, "cuEventDestroy");
   required(a.cuStreamWaitEvent, "cuStreamWaitEvent");
+  optional(a.cuEventSynchronize, "cuEventSynchronize", kAbiVersion);
+  optional(a.cuEventElapsedTime, "cuEventElapsedTime", kAbiVersion);
   return missing;
 }
 

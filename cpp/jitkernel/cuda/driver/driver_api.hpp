@@ -169,6 +169,9 @@ struct DriverApi {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+  // Optional (nullptr when the driver lacks them): only autotuning's timer uses them (event_timer.hpp).
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
 };
 
 // Loads the driver (once, thread-safe) and calls cuInit. Throws

@@ -1,0 +1,317 @@
+"""The autotuned kernel object (``jitkernel.autotune``'s result): a call finds its bucket's configuration (in
+memory, else a stored decision, else by tuning) and runs the kernel with it.
+
+Rules (docs/autotuning.md): a bucket is tuned at most once per fleet: the decision is looked up first (the compile
+cache, its read-only tiers, imported bundles); on a miss the bucket is claimed, so one process tunes it while the
+others wait and then read its decision (the compile claims' bound, ``JITKERNEL_CACHE_CLAIM_WAIT``, applies: a
+process that gives up tunes itself). Nothing is tuned while a CUDA graph is being captured on the call's stream or
+while torch.compile / jax.jit / torch.export trace the call: the stored decision is used, else the first
+configuration with one ``TuningWarning`` (that choice is not remembered: the next eager call tunes). In a
+``jk.precompile`` session every candidate is compiled (so a fleet that tunes compiles nothing).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import warnings
+
+from .. import _core
+from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
+from .._kernels import call_routes
+from . import tune_bench, tune_decisions
+from .tune_config import TuningWarning, _describe, _dims, _dtype_name, _template_value
+
+__all__ = ["Autotuned"]
+
+_MAX_LAUNCHES = 4096  # launch keywords kept per tuned kernel (_launch)
+
+# Tests replace timing, the GPU's identity and the capture query here (_set_measure).
+_measure = tune_bench.measure  # (candidates, warmup, reps) -> (times, errors)
+_device_identity = None  # None: the GPU's (device_info); else device -> {"name", "arch"}
+_capturing = _core._stream_capturing  # (stream handle, device) -> whether a CUDA graph is being captured
+
+
+def _set_measure(measure, device_identity=None, capturing=None) -> None:
+    """Replaces candidate timing, the GPU's identity and the capture query (tests on machines without a GPU); with
+    ``measure`` None, the real ones come back."""
+    global _measure, _device_identity, _capturing
+    fake = measure is not None
+    _measure = measure if fake else tune_bench.measure
+    _device_identity = device_identity if fake else None
+    _capturing = (capturing or (lambda stream, device: False)) if fake else _core._stream_capturing
+
+
+def _tracing(inputs, outputs) -> str | None:
+    """Why this call must not tune because a framework traces it (None: it may)."""
+    if call_routes.compiling():
+        return "torch.compile is tracing the call"
+    values = list(inputs) + list(outputs or ())
+    jax_core = sys.modules.get("jax.core")
+    if jax_core is not None and any(isinstance(v, jax_core.Tracer) for v in values):
+        return "jax is tracing the call"
+    torch = sys.modules.get("torch")
+    if torch is not None and any(isinstance(v, torch.Tensor) and type(v) not in (torch.Tensor, torch.nn.Parameter)
+                                 for v in values):
+        return "a torch tracer (fake or functional tensors) is tracing the call"
+    return None
+
+
+class Autotuned:
+    """A kernel with a configuration space (``jitkernel.autotune``). Call it like the kernel, list form, without
+    ``template`` constants the space sets: ``tuned(inputs=[x], output_shapes=[...], output_dtypes=[...])`` or
+    ``tuned(x, output_shapes=..., ...)``; ``outputs=``, ``stream=``, ``init_value=`` and extra ``template=`` entries
+    pass through. ``tune(...)`` (same arguments) returns the chosen ``Config`` without running the kernel.
+    ``decisions``: this process's decisions by key bucket (JSON text): chosen index, each candidate's time and
+    error. ``stats``: counts of buckets ``tuned`` here, ``loaded`` from disk, ``candidates_timed``."""
+
+    def __init__(self, kernel, configs, grid, threadgroup, key, restore, warmup, reps):
+        self.kernel, self.configs = kernel, configs
+        self.grid, self.threadgroup, self.key = grid, threadgroup, key
+        self.restore_inputs, self.warmup, self.reps = restore, warmup, reps
+        self._space = [c.to_json() for c in configs]
+        self._code = "|".join(_code_identity(f) for f in (grid, threadgroup, key))
+        self._templates = [list(c.template) for c in configs]
+        self._chosen: dict = {}  # memory key -> config index
+        self._launches: dict = {}  # (config index, shapes) -> launch keywords (_launch)
+        self._lock = threading.RLock()
+        self._warned: set = set()
+        self.decisions: dict = {}
+        self.stats = {"tuned": 0, "loaded": 0, "candidates_timed": 0}
+
+    def __repr__(self):
+        return f"jitkernel.Autotuned({self.kernel.name!r}, {len(self.configs)} configs)"
+
+    def __call__(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
+                 threadgroup=None, template=None, init_value=None, stream=None):
+        inputs, shapes, index = self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
+                                             template, init_value, stream)
+        return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs,
+                           init_value=init_value, stream=stream,
+                           **self._launch(index, shapes, grid, threadgroup, template))
+
+    def tune(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
+             threadgroup=None, template=None, init_value=None, stream=None):
+        """The ``Config`` a call with these arguments runs (tuning now when its bucket has no decision); the
+        kernel is not run with the caller's arrays. Use it to tune before capturing a CUDA graph."""
+        return self.configs[self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
+                                         template, init_value, stream)[2]]
+
+    def _choose(self, args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup, template, init_value,
+                stream) -> tuple:
+        """(inputs as a list, their shapes, the index of the configuration to run): one dict lookup once the
+        bucket is decided."""
+        inputs = self._inputs_arg(args, inputs)
+        shapes, dtypes = _describe(inputs)
+        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs)
+        index = self._chosen.get(memory_key)
+        if index is None:
+            call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
+                        threadgroup=threadgroup, template=template, init_value=init_value, stream=stream)
+            index = self._decide(memory_key, inputs, shapes, dtypes, call)
+        return inputs, shapes, index
+
+    @staticmethod
+    def _inputs_arg(args, inputs) -> list:
+        if args and inputs is not None:
+            raise ArgumentTypeError("inputs", "give the inputs positionally or as inputs=, not both")
+        inputs = list(args) if args else inputs
+        if isinstance(inputs, (str, bytes, dict)) or not isinstance(inputs, (list, tuple)):
+            raise ArgumentTypeError("inputs", f"expected a list of arrays and scalars (the list form), got "
+                                              f"{type(inputs).__name__}")
+        return list(inputs)
+
+    def _memory_key(self, shapes, dtypes, output_dtypes, outputs):
+        out = (tuple(output_dtypes) if isinstance(output_dtypes, (list, tuple)) else
+               tuple(o.dtype for o in outputs) if isinstance(outputs, (list, tuple)) else None)
+        if self.key is None:
+            return shapes, dtypes, out
+        bucket = self.key(shapes, tuple(_dtype_name(d) for d in dtypes))
+        try:
+            hash(bucket)
+        except TypeError:
+            raise ArgumentTypeError("key", f"the key function returned an unhashable {type(bucket).__name__} "
+                                           f"{bucket!r}: return ints, floats, strings or tuples of them") from None
+        return bucket, out
+
+    def _bucket_text(self, memory_key) -> str:
+        """The key bucket as stored: JSON of the (normalised) memory key."""
+        if self.key is None:
+            shapes, dtypes, out = memory_key
+            value = [shapes, [_dtype_name(d) for d in dtypes], None if out is None else [_dtype_name(d) for d in out]]
+        else:
+            bucket, out = memory_key
+            value = [bucket, None if out is None else [_dtype_name(d) for d in out]]
+        try:
+            return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            raise ArgumentTypeError("key", f"the key function returned {value[0]!r}, which cannot be stored: "
+                                           f"return ints, floats, strings or tuples of them") from None
+
+    def _resolve(self, own, shared, shapes, config, call_value, argument: str):
+        """A config's grid / threadgroup: its own, else autotune's (a function is called), else the call's."""
+        if own is not None:
+            return own
+        if callable(shared):
+            value = shared(shapes, config)
+            try:
+                return _dims(value, argument)
+            except JitKernelError:
+                raise ArgumentTypeError(argument, f"the {argument} function returned {value!r} for {config!r}: "
+                                                  f"expected 1 to 3 positive ints") from None
+        if shared is not None:
+            return shared
+        if call_value is None:
+            raise ArgumentTypeError(argument, f"no {argument} for {config!r}: give autotune({argument}=...), the "
+                                              f"Config's {argument} or the call's {argument}=")
+        return call_value
+
+    def _launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
+        """The launch keywords (grid, threadgroup, template) of configuration ``index`` for these shapes; kept per
+        (index, shapes) when the call adds nothing of its own (the common case: one dict lookup per call)."""
+        if grid is None and threadgroup is None and not template:
+            launch = self._launches.get((index, shapes))
+            if launch is None:
+                if len(self._launches) >= _MAX_LAUNCHES:  # many shapes (dynamic sizes): start over
+                    self._launches.clear()
+                launch = self._launches[(index, shapes)] = self._make_launch(index, shapes, None, None, None)
+            return launch
+        return self._make_launch(index, shapes, grid, threadgroup, template)
+
+    def _make_launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
+        config = self.configs[index]
+        tmpl = self._templates[index]
+        if template:
+            extra = list(template.items()) if isinstance(template, dict) else list(template)
+            clash = {n for n, _ in tmpl} & {n for n, _ in extra}
+            if clash:
+                raise ArgumentError("template", f"{sorted(clash)} are set by the tuned configurations")
+            tmpl = tmpl + [(n, _template_value(n, v)) for n, v in extra]
+        return {"grid": self._resolve(config.grid, self.grid, shapes, config, grid, "grid"),
+                "threadgroup": self._resolve(config.threadgroup, self.threadgroup, shapes, config, threadgroup,
+                                             "threadgroup"),
+                "template": tmpl or None}
+
+    def _decide(self, memory_key, inputs, shapes, dtypes, call) -> int:
+        with self._lock:
+            index = self._chosen.get(memory_key)
+            if index is not None:
+                return index
+            bucket = self._bucket_text(memory_key)
+            session = call_routes.precompile_session
+            if session is not None:
+                return self._precompile(inputs, shapes, call)
+            device = tune_bench.device_of(inputs)
+            why_not = _tracing(inputs, call["outputs"])
+            identity = self._identity(device, traced=why_not is not None)
+            key = None if identity is None else tune_decisions.decision_key(
+                identity, self.kernel._spec, self._space, self._code, bucket)
+            if why_not is None:
+                handle = tune_bench.stream_handle(call["stream"], inputs)
+                if _capturing(handle, device):
+                    why_not = "a CUDA graph is being captured on the call's stream"
+            if why_not is not None:
+                return self._untuned(memory_key, key, bucket, why_not)
+            self._launch(0, shapes, call["grid"], call["threadgroup"], call["template"])  # its errors first
+            decision, claim = tune_decisions.load(key, self._space, claim=True)
+            try:
+                if decision is None:
+                    decision = self._tune(key, identity, bucket, inputs, shapes, call, device)
+                else:
+                    self.stats["loaded"] += 1
+            finally:
+                if claim is not None:
+                    claim.release()
+            self.decisions[bucket] = decision
+            self._chosen[memory_key] = decision["chosen"]
+            return decision["chosen"]
+
+    def _identity(self, device: int, traced: bool):
+        """{"name", "arch"} of the GPU (None when traced on a machine whose GPU cannot be asked)."""
+        if _device_identity is not None:
+            return _device_identity(device)
+        try:
+            info = _core.device_info(device)
+        except JitKernelError:
+            if traced:
+                return None
+            raise
+        return {"name": info["name"], "arch": info["arch"]}
+
+    def _untuned(self, memory_key, key, bucket: str, why_not: str) -> int:
+        """The index to run while tuning is not allowed: the stored decision's (then remembered), else 0 with one
+        warning (not remembered: the next eager call tunes)."""
+        decision = None if key is None else tune_decisions.load(key, self._space, claim=False)[0]
+        if decision is not None:
+            self.stats["loaded"] += 1
+            self.decisions[bucket] = decision
+            self._chosen[memory_key] = decision["chosen"]
+            return decision["chosen"]
+        if why_not not in self._warned:
+            self._warned.add(why_not)
+            warnings.warn(f"jitkernel.autotune({self.kernel.name!r}): {why_not}, so nothing is tuned and no decision "
+                          f"is stored for this key: running the first configuration {self.configs[0]!r}. Call the "
+                          f"tuned kernel once eagerly first (or tuned.tune(...)) to tune it.", TuningWarning,
+                          stacklevel=4)
+        return 0
+
+    def _precompile(self, inputs, shapes, call) -> int:
+        """In a precompile session: compiles every candidate (the session turns each call into compiles)."""
+        for i in range(len(self.configs)):
+            launch = self._launch(i, shapes, call["grid"], call["threadgroup"], call["template"])
+            self.kernel(inputs=inputs, output_shapes=call["output_shapes"], output_dtypes=call["output_dtypes"],
+                        outputs=call["outputs"], init_value=call["init_value"], **launch)
+        return 0
+
+    def _tune(self, key, identity, bucket, inputs, shapes, call, device) -> dict:
+        """Times every candidate, stores the decision and returns it."""
+        candidates = self._candidates(inputs, shapes, call, device)
+        times, errors = _measure(candidates, self.warmup, self.reps)
+        self.stats["tuned"] += 1
+        self.stats["candidates_timed"] += sum(t is not None for t in times)
+        ran = [i for i, t in enumerate(times) if t is not None]
+        if not ran:
+            detail = "; ".join(f"{i} {c!r}: {e}" for i, (c, e) in enumerate(zip(self.configs, errors)))
+            raise ArgumentError("configs", f"no configuration of {self.kernel.name!r} ran on {identity['name']}: "
+                                           f"{detail}")
+        chosen = min(ran, key=lambda i: times[i])
+        payload = tune_decisions.encode(self.kernel.name, identity, self._space, bucket, times, errors, chosen)
+        tune_decisions.store(key, payload)
+        return tune_decisions.decode(payload)
+
+    def _candidates(self, inputs, shapes, call, device) -> tune_bench.Candidates:
+        """The scratch runs: declared in-place inputs and caller-given outputs are copied (aliases stay aliases)."""
+        copies: dict = {}
+
+        def scratch(x):
+            if id(x) not in copies:
+                copies[id(x)] = tune_bench.clone(x)
+            return copies[id(x)]
+
+        names = self.kernel.input_names
+        run_inputs = [scratch(x) if names[i] in self.restore_inputs else x for i, x in enumerate(inputs)]
+        outputs = call["outputs"]
+        run_outputs = None if outputs is None else [scratch(o) for o in outputs]
+        out_dtypes = call["output_dtypes"] if outputs is None else [o.dtype for o in outputs]
+        stream = tune_bench.stream_handle(call["stream"], inputs)
+        calls, compile_args = [], []
+        for i in range(len(self.configs)):
+            launch = self._launch(i, shapes, call["grid"], call["threadgroup"], call["template"])
+            calls.append(dict(inputs=run_inputs, output_shapes=None if outputs is not None else call["output_shapes"],
+                              output_dtypes=None if outputs is not None else out_dtypes, outputs=run_outputs,
+                              init_value=call["init_value"], stream=stream, **launch))
+            compile_args.append(dict(inputs=run_inputs, output_dtypes=out_dtypes, template=launch["template"],
+                                     threadgroup=launch["threadgroup"], device=device))
+        return tune_bench.Candidates(self.kernel, calls, compile_args, device, stream)
+
+
+Autotuned.__module__ = "jitkernel"
+
+
+def _code_identity(fn) -> str:
+    """What a grid / threadgroup / key function contributes to a decision's key: its name and bytecode (stable
+    across processes of one Python version; values it closes over are not seen)."""
+    if fn is None or not callable(fn):
+        return repr(fn)
+    code = getattr(fn, "__code__", None)
+    return f"{getattr(fn, '__qualname__', '?')}:{code.co_code.hex() if code is not None else '?'}"
