@@ -146,6 +146,8 @@ std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   required(a.cuEventRecord, "cuEventRecord");
   required(a.cuEventDestroy, "cuEventDestroy");
   required(a.cuStreamWaitEvent, "cuStreamWaitEvent");
+  optional(a.cuFuncGetModule, "cuFuncGetModule", 11000);
+  optional(a.cuModuleGetGlobal, "cuModuleGetGlobal", 3020);
   return missing;
 }
 

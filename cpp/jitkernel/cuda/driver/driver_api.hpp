@@ -169,6 +169,10 @@ struct DriverApi {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+  // Checked mode's report slot (cuda/launch/checked_launch.cpp); optional so
+  // that stand-in drivers without them still load.
+  CUresult (*cuFuncGetModule)(CUmodule*, CUfunction);
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr*, std::size_t*, CUmodule, const char*);
 };
 
 // Loads the driver (once, thread-safe) and calls cuInit. Throws
