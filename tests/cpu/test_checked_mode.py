@@ -15,6 +15,8 @@ import pytest
 
 import jitkernel as jk
 from jitkernel import _core
+from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
+from test_cache_key import cache_dir, entries  # noqa: F401 - the fixture is used by name
 from test_codegen import GOLDEN, GOLDEN_CASES, build
 
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120")
@@ -30,8 +32,7 @@ UNCHECKED_SHA256 = {
 
 def checked_build(case):
     """The golden case's kernel with compile_options checked (its other options kept)."""
-    from test_codegen import GOLDEN_CASES as cases
-    factory, call = cases[case]()
+    factory, call = GOLDEN_CASES[case]()
     factory = dict(factory)
     options = dict(factory.pop("compile_options", None) or {}, checked=True)
     k = jk.cuda_kernel(factory.pop("name"), factory.pop("input_names"), factory.pop("output_names"),
@@ -132,20 +133,6 @@ def test_the_body_line_of_each_subscript_is_in_the_code():
 
 # ---- cache ------------------------------------------------------------------------------------------------------
 
-def entries(folder):
-    return sorted(p.name for p in (folder / "kernels").glob("*.jkc"))
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(folder))
-    _core._cache_reset()
-    yield folder
-    monkeypatch.undo()
-    _core._cache_reset()
-
-
 def test_checked_and_unchecked_binaries_are_cached_apart(cache_dir):
     plain = uses_kernel(False).compile(**USES_CALL, arch="sm_90a")
     assert len(entries(cache_dir)) == 1
@@ -228,3 +215,59 @@ def test_unwritten_output_error_from_its_message():
                                    "(it still holds the NaN checked mode fills new outputs with)")
     assert isinstance(e, jk.UnwrittenOutputError) and isinstance(e, RuntimeError)
     assert (e.output, e.index, e.kernel) == ("y", 1000, "fill")
+
+
+# ---- the host side, through the mock driver (its kernels never run; device memory is host memory) --------------
+
+def test_host_side_through_the_mock_driver(mock_driver, tmp_path):
+    proc = run_with_mock(mock_driver, """
+        import ctypes, struct
+        import numpy as np, jitkernel as jk
+        mock = ctypes.CDLL("libcuda.so.1")  # the library jitkernel loaded: the same report slot
+        k = jk.cuda_kernel(name="add", input_names=["x"], output_names=["y"], source="y[0] = x[0];",
+                           compile_options={"checked": True})
+        geo = dict(grid=(4, 1, 1), threadgroup=(4, 1, 1))
+        x = np.zeros(4, np.float32)
+        # the mock's kernel writes nothing: the poisoned float output is found unwritten
+        try:
+            k(inputs=[x], output_shapes=[(4,)], output_dtypes=[jk.float32], **geo)
+        except jk.UnwrittenOutputError as e:
+            assert (e.output, e.index, e.kernel) == ("y", 0, "add"), str(e)
+        else:
+            raise AssertionError("no UnwrittenOutputError")
+        # an integer output is poisoned (0xA5 bytes) but not checked; init_value and outputs= are not poisoned
+        (i32,) = k(inputs=[x], output_shapes=[(4,)], output_dtypes=[jk.int32], **geo)
+        assert (i32.numpy() == -1515870811).all()
+        (f,) = k(inputs=[x], output_shapes=[(4,)], output_dtypes=[jk.float32], init_value=3.0, **geo)
+        assert (f.numpy() == 3).all()
+        k(inputs=[x], outputs=[f], **geo)
+        # a report as the device writes it: flag, array id, line, -, index, lo, hi, block, thread
+        report = struct.pack("<IiiIqqq3I3I", 1, 1, 3, 0, 4096, 0, 4096, 16, 0, 0, 5, 0, 0)
+        mock.mock_set_next_report(report)
+        try:
+            k(inputs=[x], outputs=[f], **geo)
+        except jk.KernelBoundsError as e:
+            assert str(e) == ("y[4096] out of bounds (extent 4096) at body line 3, block (16,0,0) thread (5,0,0) "
+                              "in kernel 'add' (an output)"), str(e)
+            assert (e.array, e.index, e.extent, e.line, e.block, e.thread, e.kernel, e.is_output) == \\
+                ("y", 4096, 4096, 3, (16, 0, 0), (5, 0, 0), "add", True)
+            assert isinstance(e, IndexError)
+        else:
+            raise AssertionError("no KernelBoundsError")
+        k(inputs=[x], outputs=[f], **geo)  # the slot was reset: the next call is clean
+        mock.mock_set_next_report(struct.pack("<IiiIqqq3I3I", 1, 0, 0, 0, -3, -8, 8, 0, 0, 0, 0, 0, 0))
+        try:
+            k(inputs=[x], outputs=[f], **geo)
+        except jk.KernelBoundsError as e:
+            assert str(e).startswith("x[-3] out of bounds (valid offsets -8 to 7) at an unknown body line"), str(e)
+            assert (e.line, e.extent, e.is_output) == (None, 8, False)
+        else:
+            raise AssertionError("no KernelBoundsError")
+        # unchecked kernels are untouched: the report slot is never read
+        plain = jk.cuda_kernel(name="add", input_names=["x"], output_names=["y"], source="y[0] = x[0];")
+        mock.mock_set_next_report(report)
+        plain(inputs=[x], output_shapes=[(4,)], output_dtypes=[jk.float32], **geo)
+        jk.synchronize()
+        print("OK")
+    """, tmp_path)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
