@@ -101,8 +101,11 @@ auto p = x + 2; p++; ++p; p += 1; p -= 1; --p;
 y[0] += raw[0] + v.x + v2->y + *p + p[1] + (x + 1)[0] + *(x + 3) + static_cast<const float*>(x)[0];
 if (p > x && p != x && !(p == x) && p >= x && x < p && x <= p && p - x == 3 && x != nullptr && x) y[1] = twice(x);
 auto q = y; q[2] = 1.0f; *q = 2.0f; q[(short)1] = 3.0f; q[(unsigned char)1] = 4.0f;
+Index ix{1}; CheckedReport cr{0}; y[ix.v] += cr.w;
 """
-HEADER = "__device__ float twice(const float* a) { return 2 * a[0]; }\n"
+# The header's own Index and CheckedReport must not clash with checked mode's (jitkernel::checked_detail).
+HEADER = ("__device__ float twice(const float* a) { return 2 * a[0]; }\n"
+          "struct Index { int v; };\nstruct CheckedReport { int w; };\n")
 
 
 def uses_kernel(checked=True):

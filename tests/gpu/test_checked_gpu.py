@@ -269,8 +269,15 @@ def test_cuda_graph_replay_raises_at_synchronize():
     graph.replay()
     with pytest.raises(jk.KernelBoundsError) as info:
         jk.synchronize()
-    assert_report(info.value, "x", N, N, 2, False)
-    jk.synchronize()  # reported once
+    assert_report(info.value, "x", N, N, 3, False)
+    jk.synchronize()  # reported once: the slot was cleared
+    graph.replay()  # every replay writes the slot again, and every synchronize reads it
+    with pytest.raises(jk.KernelBoundsError):
+        jk.synchronize()
+    graph.replay()
+    with pytest.raises(jk.KernelBoundsError):
+        call()  # or the next eager launch of the kernel, before its own
+
 
 
 def test_jax_jit_raises_at_the_result_or_at_synchronize():

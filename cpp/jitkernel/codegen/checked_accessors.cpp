@@ -7,7 +7,9 @@
 // element instead (reads of an input see zero). The body line comes from the
 // Index argument: its implicit constructor's default argument
 // __builtin_LINE() is evaluated where the subscript is written, and the
-// body's `#line 1 "source"` makes it a line of the user's body.
+// body's `#line 1 "source"` makes it a line of the user's body. Only
+// checked_ptr sits in namespace jitkernel (which the preamble's
+// using-directive makes visible); the rest is in jitkernel::checked_detail.
 #include <string_view>
 
 #include "jitkernel/codegen/codegen_detail.hpp"
@@ -17,6 +19,7 @@ namespace {
 
 constexpr std::string_view kCheckedAccessors = R"(// Checked mode: bounds-checked array accessors.
 namespace jitkernel {
+namespace checked_detail {  // not reached by `using namespace jitkernel`: user code may name its own Index
 // Layout shared with the host (cuda/launch/checked_launch.cpp).
 struct CheckedReport {
   unsigned int flag;
@@ -29,11 +32,13 @@ struct CheckedReport {
   unsigned int block[3];
   unsigned int thread[3];
 };
+}  // namespace checked_detail
 }  // namespace jitkernel
-__device__ jitkernel::CheckedReport jitkernel_checked_report;
+__device__ jitkernel::checked_detail::CheckedReport jitkernel_checked_report;
 __device__ __align__(16) unsigned long long jitkernel_checked_sink[8];
 __device__ __align__(16) unsigned long long jitkernel_checked_zero[8];
 namespace jitkernel {
+namespace checked_detail {
 // An element index that remembers the body line it was written on.
 struct Index {
   long long value;
@@ -65,6 +70,7 @@ template <typename T>
 __device__ __forceinline__ const T& checked_dummy(const T*) {
   return *reinterpret_cast<const T*>(jitkernel_checked_zero);
 }
+}  // namespace checked_detail
 
 // Behaves like T*; element access through [], * and -> is checked.
 template <typename T>
@@ -79,12 +85,12 @@ struct checked_ptr {
   __device__ __forceinline__ T& at(long long i, int line) const {
     const long long k = (long long)(ptr_ - base_) + i;
     if (k < lo_ || k >= hi_) {
-      checked_fail(id_, k, lo_, hi_, line);
-      return checked_dummy(ptr_);
+      checked_detail::checked_fail(id_, k, lo_, hi_, line);
+      return checked_detail::checked_dummy(ptr_);
     }
     return ptr_[i];
   }
-  __device__ __forceinline__ T& operator[](Index i) const { return at(i.value, i.line); }
+  __device__ __forceinline__ T& operator[](checked_detail::Index i) const { return at(i.value, i.line); }
   __device__ __forceinline__ T& operator*() const { return at(0, 0); }
   __device__ __forceinline__ T* operator->() const { return &at(0, 0); }
   // Unchecked from here on: the raw pointer (docs/checked.md).

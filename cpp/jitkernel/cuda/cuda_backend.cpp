@@ -182,7 +182,7 @@ class CudaBackend final : public Backend {
     std::vector<const ArrayView*> poisoned;
     if (kernel.options.checked) {
       poisoned = poisoned_outputs(call, prepared);
-      checked_before_launch(function, spec, prepared, poisoned);
+      checked_before_launch(function, prepared, poisoned);
     }
     launch_function(function, kernel.entry_name.c_str(), prepared, launch.shared_memory, pack.pointers());
     if (kernel.options.checked) checked_after_launch(function, spec, prepared, poisoned);

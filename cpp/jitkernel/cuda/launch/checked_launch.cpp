@@ -1,10 +1,11 @@
 // Checked mode's host side (see checked_launch.hpp): the report slot's
 // address per function, its reset and read-back, the poison fill and scan,
-// and the checks left pending by launches into a CUDA graph capture.
+// and the kernels captured into CUDA graphs, whose slots are read later.
 #include "jitkernel/cuda/launch/checked_launch.hpp"
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -31,7 +32,8 @@ static_assert(sizeof(Report) == 64, "Report must match jitkernel::CheckedReport"
 
 constexpr const char* kSlotName = "jitkernel_checked_report";
 
-// What a pending check needs to describe a report once the launch has run.
+// What reading a kernel's slot later needs: a kernel once captured into a CUDA
+// graph stays registered, since every replay of the graph may write its slot.
 struct Pending {
   CUdeviceptr slot = 0;
   int device = 0;
@@ -48,7 +50,7 @@ std::unordered_map<CUfunction, CUdeviceptr>& slots() {
   static auto* m = new std::unordered_map<CUfunction, CUdeviceptr>;
   return *m;
 }
-std::unordered_map<CUfunction, Pending>& pending() {
+std::unordered_map<CUfunction, Pending>& captured() {
   static auto* m = new std::unordered_map<CUfunction, Pending>;
   return *m;
 }
@@ -186,22 +188,19 @@ void check_unwritten(const KernelSpec& spec, const PreparedCall& prepared,
 
 bool poison_is_checked(DType dtype) { return poison_unit(dtype) != 1; }
 
-void checked_before_launch(CUfunction function, const KernelSpec& spec, const PreparedCall& prepared,
+void checked_before_launch(CUfunction function, const PreparedCall& prepared,
                            const std::vector<const ArrayView*>& poisoned) {
   const CUdeviceptr slot = slot_of(function);
   if (!capturing(prepared.stream)) {
-    Pending earlier;
+    std::optional<Pending> graph;
     {
       std::lock_guard<std::mutex> lock(registry_mutex());
-      auto it = pending().find(function);
-      if (it != pending().end()) {
-        earlier = std::move(it->second);
-        pending().erase(it);
-      }
+      auto it = captured().find(function);
+      if (it != captured().end()) graph = it->second;
     }
-    if (earlier.slot != 0) {  // the captured launch may have run on any stream: wait for the device
-      check(driver().cuCtxSynchronize(), "checked mode: waiting for an earlier captured launch");
-      read_slot(earlier, prepared.stream);
+    if (graph) {  // a replay of a captured launch may have run on any stream: wait for the device
+      check(driver().cuCtxSynchronize(), "checked mode: waiting for captured launches");
+      read_slot(*graph, prepared.stream);
     }
   }
   reset_slot(slot, prepared.stream);
@@ -214,7 +213,7 @@ void checked_after_launch(CUfunction function, const KernelSpec& spec, const Pre
   Pending p = describe(slot_of(function), spec, prepared.device);
   if (capturing(prepared.stream)) {
     std::lock_guard<std::mutex> lock(registry_mutex());
-    pending()[function] = std::move(p);
+    captured()[function] = std::move(p);
     return;
   }
   check(driver().cuStreamSynchronize(prepared.stream),
@@ -227,14 +226,8 @@ void raise_pending_checks(int device) {
   std::vector<Pending> due;
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
-    for (auto it = pending().begin(); it != pending().end();) {
-      if (it->second.device != device) {
-        ++it;
-        continue;
-      }
-      due.push_back(std::move(it->second));
-      it = pending().erase(it);
-    }
+    for (const auto& [function, p] : captured())
+      if (p.device == device) due.push_back(p);
   }
   if (due.empty()) return;
   DeviceGuard guard(device);

@@ -4,9 +4,10 @@
 // allocated for the call; after it, wait for the stream and raise the first
 // out-of-bounds access (KernelBoundsError) or the first output element the
 // kernel left unwritten (UnwrittenOutput). A stream being captured into a
-// CUDA graph cannot be waited on: the check is then left pending and raised
-// by the next launch of that kernel outside a capture, or by
-// raise_pending_checks (jk.synchronize).
+// CUDA graph cannot be waited on: the kernel is then registered as captured,
+// and its slot is read (after waiting for the device) by each later launch
+// of it outside a capture and by raise_pending_checks (jk.synchronize), since
+// any replay of the graph may have written it.
 #pragma once
 
 #include <cstdint>
@@ -31,19 +32,21 @@ inline constexpr std::uint8_t kPoison8 = 0xA5;
 // real result, so integer outputs are poisoned but not checked).
 bool poison_is_checked(DType dtype);
 
-// Before the launch (the device's context current): raises a pending check
-// of `function` when `prepared.stream` is not capturing; resets the slot;
-// fills the outputs in `poisoned` with the poison.
-void checked_before_launch(CUfunction function, const KernelSpec& spec, const PreparedCall& prepared,
+// Before the launch (the device's context current): when `function` was
+// captured and `prepared.stream` is not capturing, waits for the device and
+// raises what its slot holds; resets the slot; fills the outputs in
+// `poisoned` with the poison.
+void checked_before_launch(CUfunction function, const PreparedCall& prepared,
                            const std::vector<const ArrayView*>& poisoned);
 
 // After a successful enqueue: waits for the stream and raises what the
-// launch reported, or marks the check pending while the stream is captured.
+// launch reported, or registers the kernel as captured while the stream is.
 void checked_after_launch(CUfunction function, const KernelSpec& spec, const PreparedCall& prepared,
                           const std::vector<const ArrayView*>& poisoned);
 
-// After the device has been synchronised: raises the first pending check of
-// a kernel on `device` (and forgets the others' reports only once raised).
+// After the device has been synchronised: reads the slot of every kernel
+// captured on `device` and raises the first report (the others stay in their
+// slots for the next call).
 void raise_pending_checks(int device);
 
 }  // namespace jk::cuda
