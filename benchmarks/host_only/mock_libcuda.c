@@ -1,7 +1,9 @@
 /* A stand-in libcuda.so.1 whose launches cost nothing, so that a benchmark on a machine without a GPU times only
  * jitkernel's own host work per call (argument parsing, array import, plan lookup, packing, output objects).
  * Device memory is host memory (allocations, copies and memsets are real, so arrays round-trip); kernels never
- * run. The device reports itself as a compute capability 9.0 GPU. Only what jitkernel resolves is exported. */
+ * run. The device reports itself as a compute capability 9.0 GPU. Only what jitkernel resolves is exported.
+ * Every module's __device__ globals are one 64-byte block (checked mode's report slot); a test can have the next
+ * launch write a report there (mock_set_next_report), as a checked kernel's out-of-bounds access would. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,8 +64,18 @@ CUresult cuFuncGetAttribute(int* v, int attr, void* f) {
   return 0;
 }
 CUresult cuFuncSetAttribute(void* f, int attr, int v) { (void)f; (void)attr; (void)v; return 0; }
+static unsigned char global_block[64], next_report[64];
+static int has_next_report;
+void mock_set_next_report(const void* report) { memcpy(next_report, report, 64); has_next_report = 1; }
+CUresult cuFuncGetModule(void** m, void* f) { (void)f; *m = &fake_ctx; return 0; }
+CUresult cuModuleGetGlobal(CUdeviceptr* p, size_t* bytes, void* m, const char* name) {
+  (void)m; (void)name; *p = (CUdeviceptr)(uintptr_t)global_block; *bytes = sizeof global_block; return 0;
+}
 CUresult cuLaunchKernelEx(const void* config, void* f, void** params, void** extra) {
-  (void)config; (void)f; (void)params; (void)extra; return 0;
+  (void)config; (void)f; (void)params; (void)extra;
+  if (has_next_report) memcpy(global_block, next_report, 64);
+  has_next_report = 0;
+  return 0;
 }
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, void* stream, void** params, void** extra) {
@@ -138,6 +150,7 @@ static const struct { const char* name; void* fn; } entries[] = {
   ENTRY(cuStreamSynchronize), ENTRY(cuStreamQuery), ENTRY(cuStreamIsCapturing), ENTRY(cuStreamGetCtx),
   ENTRY(cuEventCreate), ENTRY(cuEventRecord), ENTRY(cuEventDestroy), ENTRY(cuStreamWaitEvent),
   ENTRY(cuEventSynchronize), ENTRY(cuEventElapsedTime),
+  ENTRY(cuFuncGetModule), ENTRY(cuModuleGetGlobal),
 };
 
 static void* lookup(const char* symbol) {

@@ -30,6 +30,8 @@ from ._errors import (
     CudaNotAvailableError,
     JitKernelError,
     KernelFaultError,
+    KernelBoundsError,
+    UnwrittenOutputError,
     MetalNotAvailableError,
     RecordError,
     BundleError,
@@ -89,7 +91,9 @@ def metal_available() -> bool:
 
 
 def synchronize(device: int | None = None) -> None:
-    """Waits for all work on ``device`` (every device when None); kernel faults surface here as KernelFaultError."""
+    """Waits for all work on ``device`` (every device when None); kernel faults surface here as KernelFaultError,
+    and checked kernels' reports that no call could wait for (launches captured into CUDA graphs) as
+    KernelBoundsError."""
     _core.synchronize(device)
 
 
@@ -111,6 +115,8 @@ def _install() -> None:
         metal_not_available=_errors.MetalNotAvailableError,
         cuda=_errors.CudaError,
         kernel_fault=_errors.KernelFaultError,
+        kernel_bounds=_errors.KernelBoundsError,
+        unwritten_output=_errors.UnwrittenOutputError,
     )
     _core._install_hooks(
         normalize_dtype=_dtypes._normalize,
@@ -143,6 +149,6 @@ __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64",
     "JitKernelError", "ArgumentError", "ArgumentTypeError", "CompileError", "CudaNotAvailableError",
-    "CudaError", "KernelFaultError",
+    "CudaError", "KernelFaultError", "KernelBoundsError", "UnwrittenOutputError",
     "metal_kernel", "MetalKernel", "MetalKernelFunction", "metal_available", "MetalNotAvailableError",
 ]

@@ -6,6 +6,8 @@ names the argument first: ``str(e)`` starts with ``"<argument>: "`` and ``e.argu
 """
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "JitKernelError",
     "ArgumentError",
@@ -15,6 +17,8 @@ __all__ = [
     "MetalNotAvailableError",
     "CudaError",
     "KernelFaultError",
+    "KernelBoundsError",
+    "UnwrittenOutputError",
     "RecordError",
     "BundleError",
 ]
@@ -104,6 +108,53 @@ class KernelFaultError(CudaError):
     """A kernel faulted on the device (illegal address, trap, ...); the message names the kernel."""
 
 
+_BOUNDS = re.compile(r"^(?P<array>\w+)\[(?P<index>-?\d+)\] out of bounds \((?:extent (?P<extent>\d+)|valid offsets "
+                     r"(?P<lo>-?\d+) to (?P<top>-?\d+))\) at (?:body line (?P<line>\d+)|an unknown body line[^,]*), "
+                     r"block \((?P<block>[\d,]+)\) thread \((?P<thread>[\d,]+)\) in kernel '(?P<kernel>[^']*)' "
+                     r"\(an (?P<role>input|output)\)")
+
+
+class KernelBoundsError(JitKernelError, IndexError):
+    """Checked mode (``compile_options={"checked": True}`` or ``JITKERNEL_CHECKED=1``; docs/checked.md): the kernel
+    body indexed an array outside its extent. Only the launch's first violation is reported; the access itself was
+    suppressed, so the context stays usable.
+
+    ``str(e)`` reads ``"y[4096] out of bounds (extent 4096) at body line 3, block (16,0,0) thread (0,0,0) in kernel
+    'add' (an output)"``. Attributes: ``array`` (the parameter's name), ``index`` (the element offset from the
+    array's start), ``extent`` (its element count; for a strided view, one past the highest offset it reaches),
+    ``line`` (the body line, None when unknown: a ``*p`` or ``p->`` access), ``block`` and ``thread`` (3-tuples),
+    ``kernel`` (the kernel's name) and ``is_output``."""
+
+    def __init__(self, message: str, array: str | None = None, index: int | None = None,
+                 extent: int | None = None, line: int | None = None, block: tuple | None = None,
+                 thread: tuple | None = None, kernel: str | None = None, is_output: bool | None = None):
+        super().__init__(message)
+        m = _BOUNDS.match(message) if array is None else None
+        if m is not None:  # rebuilt from its message (a torch op's error text)
+            array, index, kernel = m["array"], int(m["index"]), m["kernel"]
+            extent = int(m["extent"]) if m["extent"] else int(m["top"]) + 1
+            line = int(m["line"]) if m["line"] else None
+            block = tuple(int(v) for v in m["block"].split(","))
+            thread = tuple(int(v) for v in m["thread"].split(","))
+            is_output = m["role"] == "output"
+        self.array, self.index, self.extent, self.line = array, index, extent, line
+        self.block, self.thread, self.kernel, self.is_output = block, thread, kernel, is_output
+
+
+class UnwrittenOutputError(JitKernelError, RuntimeError):
+    """Checked mode: an output jitkernel allocated for the call still holds the NaN it was filled with before the
+    launch, so the kernel never wrote that element. ``output`` names it, ``index`` is the first such element (flat,
+    row-major), ``kernel`` the kernel's name. Only floating-point outputs are checked (docs/checked.md)."""
+
+    def __init__(self, message: str, kernel: str | None = None, output: str | None = None,
+                 index: int | None = None):
+        super().__init__(message)
+        m = re.match(r"^(\w+)\[(\d+)\] was never written by kernel '([^']*)'", message) if output is None else None
+        if m is not None:
+            output, index, kernel = m[1], int(m[2]), m[3]
+        self.kernel, self.output, self.index = kernel, output, index
+
+
 class RecordError(JitKernelError, ValueError):
     """A call record (``JITKERNEL_RECORD``) line that ``precompile`` cannot replay; the message starts with
     ``"<file> line <n>: "`` and ``path`` / ``line`` hold the file and the 1-based line number."""
@@ -121,7 +172,8 @@ class BundleError(JitKernelError, ValueError):
 
 
 for _cls in (JitKernelError, ArgumentError, ArgumentTypeError, CompileError, CudaNotAvailableError,
-             MetalNotAvailableError, CudaError, KernelFaultError, RecordError, BundleError):
+             MetalNotAvailableError, CudaError, KernelFaultError, KernelBoundsError, UnwrittenOutputError, RecordError,
+             BundleError):
     _cls.__module__ = "jitkernel"  # tracebacks show jitkernel.CompileError, the public name
 del _cls
 

@@ -4,6 +4,7 @@
 #include "call/compile_options.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,7 +19,7 @@ namespace {
 
 constexpr const char* kArg = "compile_options";
 constexpr const char* kKeys =
-    "math_mode, line_info, debug, defines, std, max_registers, include_dirs, extra_flags";
+    "math_mode, line_info, debug, defines, std, max_registers, include_dirs, extra_flags, checked";
 
 [[noreturn]] void wrong_type(const std::string& key, const std::string& expected, nb::handle value) {
   throw ArgumentTypeError(kArg, key + ": expected " + expected + ", got " + type_text(value));
@@ -84,6 +85,8 @@ void read_option(const std::string& key, nb::handle value, CudaCompileOptions& o
     o.line_info = bool_value(key, value);
   } else if (key == "debug") {
     o.debug = bool_value(key, value);
+  } else if (key == "checked") {
+    o.checked = bool_value(key, value);
   } else if (key == "defines") {
     read_defines(value, o);
   } else if (key == "std") {
@@ -114,6 +117,15 @@ CudaCompileOptions compile_options_arg(nb::handle options) {
     read_option(text_value("key", key, "a string"), value, o);
   }
   cuda::validate_compile_options(o);
+  return o;
+}
+
+// JITKERNEL_CHECKED=1 is read when each kernel is made (tests set it per process or per test).
+CudaCompileOptions kernel_compile_options_arg(nb::handle options) {
+  CudaCompileOptions o = compile_options_arg(options);
+  const bool given = PyDict_Check(options.ptr()) && PyDict_GetItemString(options.ptr(), "checked") != nullptr;
+  const char* env = std::getenv("JITKERNEL_CHECKED");
+  if (!given && env != nullptr && std::string(env) == "1") o.checked = true;
   return o;
 }
 

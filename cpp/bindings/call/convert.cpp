@@ -235,6 +235,7 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
                               KernelCall& args, ConvertedCall& out) {
   const auto* out_names = in.output_names;
   args.provided_outputs.resize(n_provided);
+  args.outputs_allocated = false;
   for_each_item(in.call.outputs, "outputs", [&](std::size_t j, nb::handle item) {
     ItemRef where{"output", j, out_names};
     ArrayView host;
@@ -261,6 +262,7 @@ void convert_provided_outputs(const CallInputs& in, std::size_t n_provided, bool
 void convert_host_outputs(const CallInputs& in, std::size_t n_provided, KernelCall& args,
                           ConvertedCall& out) {
   args.provided_outputs.resize(n_provided);
+  args.outputs_allocated = false;
   for_each_item(in.call.outputs, "outputs", [&](std::size_t j, nb::handle item) {
     ItemRef where{"output", j, in.output_names};
     writable_output_type(item, where);

@@ -187,6 +187,7 @@ void allocate_torch_outputs(nb::handle stream, int device, KernelCall& args, Con
       t = torch_allocate_py(args.output_dtypes[i], args.output_shapes[i], device, args.provided_outputs[i]);
     out.allocated.push_back(std::move(t));
   }
+  args.outputs_allocated = true;
 }
 
 // ---------------------------------------------------------------------------
@@ -258,11 +259,13 @@ void allocate_cupy_outputs(nb::handle stream, int device, KernelCall& args, Conv
     dense_view(reinterpret_cast<void*>(data), dtype, args.output_shapes[i], device, args.provided_outputs[i]);
     out.allocated.push_back(std::move(a));
   }
+  args.outputs_allocated = true;
 }
 
 void allocate_framework_outputs(nb::handle stream, int device, KernelCall& args, ConvertedCall& out) {
   out.allocated.clear();
   args.provided_outputs.clear();
+  args.outputs_allocated = false;
   // Without a usable GPU the launch fails with CudaNotAvailable: allocate nothing first.
   if (args.output_dtypes.empty() || !cuda::cuda_available()) return;
   const FrameworkRow& row = framework_row(out.framework);

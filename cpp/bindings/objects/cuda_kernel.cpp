@@ -106,6 +106,9 @@ nb::bytes compile_cuda(const std::string& source, const std::string& arch, const
   cuda::CompileTarget t = target_arg(target);
   arch_arg(arch, t);
   const CudaCompileOptions options = compile_options_arg(compile_options);
+  if (options.checked)
+    throw ArgumentError("compile_options", "checked: checked mode applies to cuda_kernel bodies, whose arrays "
+                                           "jitkernel declares; compile_cuda compiles a whole file as written");
   std::string binary;
   {
     nb::gil_scoped_release unlocked;

@@ -13,7 +13,8 @@ namespace jk::py {
 namespace {
 
 struct ExceptionClasses {
-  nb::object base, argument, argument_type, compile, cuda_not_available, metal_not_available, cuda, kernel_fault;
+  nb::object base, argument, argument_type, compile, cuda_not_available, metal_not_available, cuda, kernel_fault,
+      kernel_bounds, unwritten_output;
 };
 
 ExceptionClasses& classes() {
@@ -67,6 +68,14 @@ void translate(const std::exception_ptr& p, void*) {
     } else {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
+  } catch (const jk::KernelBoundsError& e) {
+    const BoundsReport& r = e.report();
+    nb::object line = r.line > 0 ? nb::object(nb::int_(r.line)) : nb::object(nb::none());
+    raise(c.kernel_bounds, PyExc_IndexError, e.what(), e.what(), r.array, r.index, r.hi, line,
+          nb::make_tuple(r.block[0], r.block[1], r.block[2]), nb::make_tuple(r.thread[0], r.thread[1], r.thread[2]),
+          r.kernel, r.write);
+  } catch (const jk::UnwrittenOutput& e) {
+    raise(c.unwritten_output, PyExc_RuntimeError, e.what(), e.what(), e.kernel(), e.output(), e.index());
   } catch (const jk::MetalNotAvailable& e) {
     raise(c.metal_not_available, PyExc_RuntimeError, e.what(), e.what());
   } catch (const jk::KernelFault& e) {
@@ -80,7 +89,8 @@ void translate(const std::exception_ptr& p, void*) {
 
 void register_exceptions(nb::handle base, nb::handle argument, nb::handle argument_type,
                          nb::handle compile, nb::handle cuda_not_available, nb::handle metal_not_available,
-                         nb::handle cuda, nb::handle kernel_fault) {
+                         nb::handle cuda, nb::handle kernel_fault, nb::handle kernel_bounds,
+                         nb::handle unwritten_output) {
   ExceptionClasses& c = classes();
   c.base = nb::borrow(base);
   c.argument = nb::borrow(argument);
@@ -90,13 +100,16 @@ void register_exceptions(nb::handle base, nb::handle argument, nb::handle argume
   c.metal_not_available = nb::borrow(metal_not_available);
   c.cuda = nb::borrow(cuda);
   c.kernel_fault = nb::borrow(kernel_fault);
+  c.kernel_bounds = nb::borrow(kernel_bounds);
+  c.unwritten_output = nb::borrow(unwritten_output);
 }
 
 void bind(nb::module_& m) {
   nb::register_exception_translator(&translate);
   m.def("_register_exceptions", &register_exceptions, nb::arg("base"), nb::arg("argument"),
         nb::arg("argument_type"), nb::arg("compile"), nb::arg("cuda_not_available"),
-        nb::arg("metal_not_available"), nb::arg("cuda"), nb::arg("kernel_fault"),
+        nb::arg("metal_not_available"), nb::arg("cuda"), nb::arg("kernel_fault"), nb::arg("kernel_bounds"),
+        nb::arg("unwritten_output"),
         "Registers the Python exception classes jk:: errors become (internal).");
   on_clear_caches([] { classes() = ExceptionClasses(); });
 }

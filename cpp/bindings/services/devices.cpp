@@ -9,6 +9,7 @@
 #include "services/hooks.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
+#include "jitkernel/cuda/launch/checked_launch.hpp"
 #include "jitkernel/cuda/driver/driver_api.hpp"
 #include "jitkernel/cuda/memory/memory.hpp"
 
@@ -36,11 +37,13 @@ void synchronize(nb::handle device) {
     const int count = cuda::device_count();
     nb::gil_scoped_release release;
     for (int d = 0; d < count; ++d) cuda::synchronize(d);
+    for (int d = 0; d < count; ++d) cuda::raise_pending_checks(d);
     return;
   }
   const int d = device_arg(device);
   nb::gil_scoped_release release;
   cuda::synchronize(d);
+  cuda::raise_pending_checks(d);
 }
 
 nb::dict device_info(nb::handle device) {

@@ -214,6 +214,7 @@ struct Features {
   bool math_constants = false; // math_constants.h (CUDART_INF_F, CUDART_PI_F, ...)
   std::string macros;          // nvcc_macros_text
   MlxUtils mlx;
+  bool checked = false;        // checked mode's accessors (checked_accessors_text)
   bool needs_cccl() const {
     return cooperative_groups == CooperativeGroups::Header || cuda_std || user_includes ||
            mlx.complex;
@@ -241,6 +242,13 @@ bool omitted_by_minimal(const std::string& identifier);
 // test_compile_options.py checks it), so a generated kernel is decided from
 // its user code (and the names it declares) alone.
 bool scan_fits_minimal(const SourceScan& scan);
+
+// ---- checked_accessors.cpp -------------------------------------------------
+// Checked mode's definitions: jitkernel::checked_ptr<T> (the type of each
+// array parameter), jitkernel::Index, the report slot
+// `jitkernel_checked_report` (layout: cuda/launch/checked_launch.cpp) and the
+// dummy elements an out-of-bounds access is given. Ends with a newline.
+std::string_view checked_accessors_text();
 
 // ---- entry_name.cpp --------------------------------------------------------
 // `<name>_<16 hex digits>`: a valid C identifier (name is one) that differs

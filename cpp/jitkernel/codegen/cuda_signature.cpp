@@ -8,7 +8,7 @@
 //   <header>
 //   #line <n> "NAME.cu"                          back to generated line numbers
 //   extern "C" __global__ void NAME_<hash>(      parameters, one per line
-//       const float* inp, ..., float* out) {
+//       const float* inp, ..., float* out) {     (checked mode: jitkernel::checked_ptr<const float> inp, ...)
 //     [[maybe_unused]] constexpr int N = 3;      template arguments (using T = float;)
 //     [[maybe_unused]] const float* s = &s__value;   scalars (passed by value)
 //   #line 1 "source"
@@ -102,19 +102,28 @@ void add_param(GeneratedKernel& k, Signature& sig, ParamKind kind, int index, co
   k.params.push_back({kind, index});
 }
 
-void add_input(const std::string& name, const InputSignature& in, int idx, const ShapeUse& use,
+// Checked mode's accessor type for an array of `type` (codegen/checked_accessors.cpp).
+std::string checked_type(const std::string& type) { return "jitkernel::checked_ptr<" + type + ">"; }
+
+void add_input(const std::string& name, const InputSignature& in, int idx, const ShapeUse& use, bool checked,
                GeneratedKernel& k, Signature& sig) {
   const std::string type = cuda_type(in.dtype);
   if (in.is_scalar) {
     // By value; `name` points at the parameter so name[0] works as in MLX.
     add_param(k, sig, ParamKind::InputScalar, idx, "const __grid_constant__ " + type + " " + name + "__value");
-    sig.prologue += "  [[maybe_unused]] const " + type + "* " + name + " = &" + name + "__value;\n";
+    if (checked) {  // one element at offset 0; array id = input index
+      sig.prologue += "  [[maybe_unused]] const " + checked_type("const " + type) + " " + name + " = {&" + name +
+                      "__value, &" + name + "__value, 0, 1, " + std::to_string(idx) + ", 0};\n";
+    } else {
+      sig.prologue += "  [[maybe_unused]] const " + type + "* " + name + " = &" + name + "__value;\n";
+    }
     if (use.shape) sig.prologue += "  [[maybe_unused]] const jitkernel::Shape " + name + "_shape = {};\n";
     if (use.strides) sig.prologue += "  [[maybe_unused]] const jitkernel::Strides " + name + "_strides = {};\n";
     if (use.ndim) sig.prologue += "  [[maybe_unused]] constexpr int " + name + "_ndim = 0;\n";
     return;
   }
-  add_param(k, sig, ParamKind::InputData, idx, "const " + type + "* " + name);
+  add_param(k, sig, ParamKind::InputData, idx,
+            checked ? checked_type("const " + type) + " " + name : "const " + type + "* " + name);
   if (use.shape) {
     add_param(k, sig, ParamKind::InputShape, idx, "const __grid_constant__ jitkernel::Shape " + name + "_shape");
   }
@@ -134,12 +143,13 @@ Signature build_signature(const KernelSpec& spec, const CallSignature& call, con
     ShapeUse use = codegen::shape_use(scan, name);
     check_ndim(name, in, use);
     sig.dtypes.push_back(in.dtype);
-    add_input(name, in, static_cast<int>(i), use, k, sig);
+    add_input(name, in, static_cast<int>(i), use, spec.cuda_options.checked, k, sig);
   }
   for (std::size_t i = 0; i < call.output_dtypes.size(); ++i) {
     sig.dtypes.push_back(call.output_dtypes[i]);
+    const std::string type = cuda_type(call.output_dtypes[i]);
     add_param(k, sig, ParamKind::OutputData, static_cast<int>(i),
-              std::string(cuda_type(call.output_dtypes[i])) + "* " + spec.output_names[i]);
+              (spec.cuda_options.checked ? checked_type(type) + " " : type + "* ") + spec.output_names[i]);
   }
   for (const auto& t : call.template_args) {
     if (t.kind == TemplateArg::Kind::DType) sig.dtypes.push_back(t.dtype);
@@ -183,6 +193,7 @@ GeneratedKernel generate_cuda_kernel(const KernelSpec& spec, const CallSignature
   k.options = spec.cuda_options;
   const Signature sig = build_signature(spec, call, scan, k);
   codegen::Features features = codegen::detect_features(scan, sig.dtypes);
+  features.checked = spec.cuda_options.checked;
   k.needs_cccl = features.needs_cccl();
   k.grid_sync = codegen::syncs_grid(spec.source, spec.header);
   const std::string head = head_text(spec, features, k);

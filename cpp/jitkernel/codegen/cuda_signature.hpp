@@ -33,7 +33,10 @@ void validate_cuda_kernel_spec(const KernelSpec& spec);
 //   InputStrides   80 bytes: kMaxNdim x int64 element strides (rest 0), align 8
 //   InputNdim      4 bytes: int32 ndim
 //   OutputData     8 bytes, device address
-// Scalar inputs get no shape/strides/ndim slots (the kernel defines them as
+// In checked mode (compile_options checked) InputData and OutputData are a
+// jitkernel::checked_ptr<T> by value instead, 40 bytes, align 8: base and
+// current address (the same), the valid offsets [lo, hi) in elements, the
+// array id (inputs 0.., outputs after them), 4 bytes of padding.// Scalar inputs get no shape/strides/ndim slots (the kernel defines them as
 // constants: empty shape, ndim 0). Shape values must fit in int32.
 
 // Throws ArgumentError for signature problems: wrong counts ("inputs",

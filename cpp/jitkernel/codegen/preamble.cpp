@@ -250,6 +250,7 @@ std::string preamble_text(const Features& f) {
   const std::string close = "}  // namespace jitkernel\n";
   helpers.insert(helpers.find(close), mlx_utils_text(f.mlx, f.fp16, f.bf16, f.cuda_std));
   out += helpers;
+  if (f.checked) out += checked_accessors_text();
   out += "#ifdef __NVCC_DIAG_PRAGMA_SUPPORT__\n#pragma nv_diagnostic pop\n#endif\n";
   return out;
 }

@@ -85,4 +85,47 @@ class KernelFault : public CudaError {
   using CudaError::CudaError;
 };
 
+// Checked mode (docs/checked.md): a kernel body indexed an array outside its
+// extent. The message reads "y[4096] out of bounds (extent 4096) at body line
+// 3, block (16,0,0) thread (0,0,0) in kernel 'add' (a write)"; the fields are
+// kept for the Python exception's attributes (Python:
+// jitkernel.KernelBoundsError, an IndexError).
+struct BoundsReport {
+  std::string kernel;
+  std::string array;
+  long long index = 0;
+  long long lo = 0;  // lowest valid offset (0 but for negative strides)
+  long long hi = 0;  // one past the highest valid offset: the extent when lo is 0
+  int line = 0;      // body line; 0 when unknown (a * or -> dereference)
+  unsigned block[3] = {0, 0, 0};
+  unsigned thread[3] = {0, 0, 0};
+  bool write = false;  // the array is an output
+};
+class KernelBoundsError : public Error {
+ public:
+  KernelBoundsError(const std::string& message, BoundsReport report)
+      : Error(message), report_(std::move(report)) {}
+  const BoundsReport& report() const { return report_; }
+
+ private:
+  BoundsReport report_;
+};
+
+// Checked mode: an output jitkernel allocated still holds the poison it was
+// filled with at element `index` after the kernel ran: the body never wrote
+// it (Python: jitkernel.UnwrittenOutputError).
+class UnwrittenOutput : public Error {
+ public:
+  UnwrittenOutput(const std::string& message, std::string kernel, std::string output, long long index)
+      : Error(message), kernel_(std::move(kernel)), output_(std::move(output)), index_(index) {}
+  const std::string& kernel() const { return kernel_; }
+  const std::string& output() const { return output_; }
+  long long index() const { return index_; }
+
+ private:
+  std::string kernel_;
+  std::string output_;
+  long long index_;
+};
+
 }  // namespace jk

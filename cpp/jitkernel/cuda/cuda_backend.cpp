@@ -2,7 +2,8 @@
 // compile-or-load through the content-keyed binary and module caches
 // (module_cache.hpp), and the launch: prepare the call (launch.hpp), pack the
 // parameters on the stack in the order codegen declared them, and
-// cuLaunchKernelEx. Nothing here synchronises.
+// cuLaunchKernelEx. Nothing here synchronises, but for checked kernels
+// (checked_launch.hpp), a debug mode that waits for each launch.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -12,6 +13,7 @@
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/driver/driver_api.hpp"
+#include "jitkernel/cuda/launch/checked_launch.hpp"
 #include "jitkernel/cuda/launch/launch.hpp"
 #include "jitkernel/cuda/nvrtc/compile_cache.hpp"
 #include "jitkernel/cuda/binary/module_loader.hpp"
@@ -30,6 +32,38 @@ const ArrayView* array_at(const PreparedCall& call, int index) {
   return call.input_array(static_cast<std::size_t>(index));
 }
 
+// jitkernel::checked_ptr<T> (codegen/checked_accessors.cpp): the element
+// offsets a strided view may reach are [lo, hi); a row-contiguous array's
+// are [0, size).
+struct CheckedArg {
+  void* base;
+  void* ptr;
+  long long lo;
+  long long hi;
+  int id;
+  int pad;
+};
+static_assert(sizeof(CheckedArg) == 40, "CheckedArg must match jitkernel::checked_ptr");
+
+CheckedArg checked_arg(const ArrayView& a, int id) {
+  CheckedArg arg{a.data, a.data, 0, 0, id, 0};
+  if (a.size() == 0) return arg;
+  arg.hi = 1;
+  for (int d = 0; d < a.ndim(); ++d) {
+    const long long reach = (a.shape[d] - 1) * a.strides[d];
+    (reach < 0 ? arg.lo : arg.hi) += reach;
+  }
+  return arg;
+}
+
+// Which outputs checked mode poisons: those allocated for this call, unless init_value fills them.
+std::vector<const ArrayView*> poisoned_outputs(const KernelCall& call, const PreparedCall& prepared) {
+  std::vector<const ArrayView*> out;
+  if (call.init_value || (!call.provided_outputs.empty() && !call.outputs_allocated)) return out;
+  for (std::size_t i = 0; i < prepared.output_count(); ++i) out.push_back(&prepared.output(i));
+  return out;
+}
+
 // Packs the parameters in the order codegen declared them.
 void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamPack& pack) {
   for (const ParamSlot& slot : kernel.params) {
@@ -37,6 +71,10 @@ void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamP
       case ParamKind::InputData: {
         const ArrayView* array = array_at(call, slot.index);
         if (array == nullptr) internal_error("pointer slot for a scalar");
+        if (kernel.options.checked) {
+          pack.add(checked_arg(*array, slot.index));
+          break;
+        }
         void* data = array->data;
         pack.add(data);
         break;
@@ -87,7 +125,12 @@ void pack_params(const GeneratedKernel& kernel, const PreparedCall& call, ParamP
         if (slot.index < 0 || slot.index >= static_cast<int>(call.output_count())) {
           internal_error("output index");
         }
-        void* data = call.output(static_cast<std::size_t>(slot.index)).data;
+        const ArrayView& out = call.output(static_cast<std::size_t>(slot.index));
+        if (kernel.options.checked) {
+          pack.add(checked_arg(out, static_cast<int>(call.input_count()) + slot.index));
+          break;
+        }
+        void* data = out.data;
         pack.add(data);
         break;
       }
@@ -135,8 +178,14 @@ class CudaBackend final : public Backend {
     prepared.cooperative = prepared.cooperative || kernel.grid_sync;
     ParamPack pack;
     pack_params(kernel, prepared, pack);
-    launch_function(static_cast<CUfunction>(compiled.handle), kernel.entry_name.c_str(), prepared,
-                    launch.shared_memory, pack.pointers());
+    const auto function = static_cast<CUfunction>(compiled.handle);
+    std::vector<const ArrayView*> poisoned;
+    if (kernel.options.checked) {
+      poisoned = poisoned_outputs(call, prepared);
+      checked_before_launch(function, prepared, poisoned);
+    }
+    launch_function(function, kernel.entry_name.c_str(), prepared, launch.shared_memory, pack.pointers());
+    if (kernel.options.checked) checked_after_launch(function, spec, prepared, poisoned);
     return std::move(prepared.outputs);
   }
 

@@ -146,6 +146,8 @@ CudaCompileOptions options(const Reader& r, const Value& v) {
       o.line_info = r.boolean(value, field);
     } else if (name == "debug") {
       o.debug = r.boolean(value, field);
+    } else if (name == "checked") {
+      o.checked = r.boolean(value, field);
     } else if (name == "defines") {
       r.of(value, field, Kind::Object);
       for (const auto& [define, text] : value.members) {

@@ -40,6 +40,9 @@ struct KernelCall {
   std::vector<std::vector<std::int64_t>> output_shapes;
   std::vector<DType> output_dtypes;
   std::vector<ArrayView> provided_outputs;  // outputs=: empty, or one per output
+  // provided_outputs were allocated for this call by a framework's allocator
+  // (not given by the caller): checked mode poisons them like its own.
+  bool outputs_allocated = false;
   std::optional<double> init_value;         // fills every output before the kernel runs
   std::vector<TemplateArg> template_args;
   LaunchConfig launch;

@@ -25,6 +25,7 @@ void visit_changed_options(const CudaCompileOptions& o, CudaOptionSink& sink) {
   if (o.max_registers > 0) sink.number("max_registers", o.max_registers);
   if (!o.include_dirs.empty()) sink.texts("include_dirs", o.include_dirs);
   if (!o.extra_flags.empty()) sink.texts("extra_flags", o.extra_flags);
+  if (o.checked) sink.flag("checked", true);
 }
 
 }  // namespace jk

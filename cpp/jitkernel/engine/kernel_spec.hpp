@@ -21,7 +21,8 @@ const char* metal_math_mode_name(MetalMathMode mode);
 
 // cuda_kernel's / compile_cuda's compile_options, each one NVRTC flag or more
 // (cuda/nvrtc/compile_options.hpp checks them and writes the flags). All of
-// them are in the compile cache key, through the flags. CUDA only.
+// them are in the compile cache key, through the flags, except `checked`,
+// which changes the generated source instead. CUDA only.
 struct CudaCompileOptions {
   bool fast_math = false;  // math_mode "fast": --use_fast_math
   bool line_info = true;   // -lineinfo: source lines for profilers; the SASS is unchanged
@@ -32,6 +33,10 @@ struct CudaCompileOptions {
   int max_registers = 0;                  // --maxrregcount; 0: no cap
   std::vector<std::string> include_dirs;  // -I, searched before the toolkit's folders
   std::vector<std::string> extra_flags;   // NVRTC flags from an allowlist
+  // Checked mode (docs/checked.md): arrays become bounds-checked accessors
+  // (codegen/checked_accessors.cpp) and launches read back the first
+  // violation (cuda/launch/checked_launch.hpp). cuda_kernel only.
+  bool checked = false;
 };
 
 // "safe" / "fast".

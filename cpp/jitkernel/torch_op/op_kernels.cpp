@@ -117,6 +117,10 @@ ArrayView view_of(const TorchAbi& a, AtenTensorHandle t, const std::string& argu
     throw named("ArgumentError", e);
   } catch (const CompileError& e) {
     throw named("CompileError", e);
+  } catch (const KernelBoundsError& e) {
+    throw named("KernelBoundsError", e);
+  } catch (const UnwrittenOutput& e) {
+    throw named("UnwrittenOutputError", e);
   } catch (const KernelFault& e) {
     throw named("KernelFaultError", e);
   } catch (const CudaError& e) {

@@ -263,7 +263,9 @@ def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_name
     ("safe" or "fast": ``--use_fast_math``), ``line_info`` (default True: ``-lineinfo``), ``debug`` (``-G``),
     ``defines`` (``{"NAME": value or None}``: ``-DNAME=value``), ``std`` ("c++17" or "c++20"),
     ``max_registers`` (``--maxrregcount``), ``include_dirs`` (folders for ``-I``) and ``extra_flags`` (NVRTC
-    flags from an allowlist, e.g. ``["--ftz=true"]``). See the README's compile options.
+    flags from an allowlist, e.g. ``["--ftz=true"]``) and ``checked`` (True: bounds-checked array indexes that raise
+    ``KernelBoundsError``, unwritten outputs that raise ``UnwrittenOutputError``; every launch synchronises; also
+    ``JITKERNEL_CHECKED=1``; docs/checked.md). See the README's compile options.
 
     A keyword it does not take is an ArgumentTypeError naming it (and the keyword it most likely meant).
     """

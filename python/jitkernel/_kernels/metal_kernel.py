@@ -44,6 +44,9 @@ def _math_mode(compile_options) -> str:
     if not isinstance(compile_options, dict):
         raise ArgumentTypeError("compile_options", f"expected a dict such as {{'math_mode': 'fast'}} or None, "
                                                    f"got {type(compile_options).__name__}")
+    if "checked" in compile_options:
+        raise ArgumentError("compile_options", "checked: checked mode is CUDA-only; Metal kernels are not bounds-"
+                                               "checked (docs/checked.md)")
     unknown = [k for k in compile_options if k != "math_mode"]
     if unknown:
         raise ArgumentError("compile_options", f"unknown option {unknown[0]!r}; the only option is 'math_mode'")

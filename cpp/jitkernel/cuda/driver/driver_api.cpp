@@ -148,6 +148,8 @@ std::string resolve_entry_points(const ProcResolver& resolve, DriverApi& a) {
   required(a.cuStreamWaitEvent, "cuStreamWaitEvent");
   optional(a.cuEventSynchronize, "cuEventSynchronize", kAbiVersion);
   optional(a.cuEventElapsedTime, "cuEventElapsedTime", kAbiVersion);
+  optional(a.cuFuncGetModule, "cuFuncGetModule", 11000);
+  optional(a.cuModuleGetGlobal, "cuModuleGetGlobal", 3020);
   return missing;
 }
 

@@ -172,6 +172,10 @@ struct DriverApi {
   // Optional (nullptr when the driver lacks them): only autotuning's timer uses them (event_timer.hpp).
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  // Checked mode's report slot (cuda/launch/checked_launch.cpp); optional so
+  // that stand-in drivers without them still load.
+  CUresult (*cuFuncGetModule)(CUmodule*, CUfunction);
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr*, std::size_t*, CUmodule, const char*);
 };
 
 // Loads the driver (once, thread-safe) and calls cuInit. Throws
