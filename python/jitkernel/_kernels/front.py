@@ -11,6 +11,7 @@ only picks the engine for the names a call gives when the kernel was made withou
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from .. import _core
 from .._errors import ArgumentTypeError
@@ -71,9 +72,13 @@ def refuse_unknown_keywords(function: str, unknown: dict, known: tuple, listed: 
 
 
 def names_arg(value, argument: str):
+    """A list or tuple (any sequence) of names, as a tuple. A bare str is refused, as call_types.Names refuses it
+    for type checkers: it is a sequence too, and ``input_names="xy"`` would name two inputs "x" and "y"."""
     if value is None:
         return None
-    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+    if isinstance(value, str):
+        raise ArgumentTypeError(argument, f"expected a list of names such as [{value!r}], got the str {value!r}")
+    if not isinstance(value, Sequence):
         raise ArgumentTypeError(argument, f"expected a list of names (strings), got {type(value).__name__}")
     # Read by iteration, never sized by len(): a list subclass may report any length (tuple(value) would
     # allocate what it claims), and the names are the items iteration yields.
