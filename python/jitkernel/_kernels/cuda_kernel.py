@@ -252,6 +252,15 @@ class CudaKernel(KernelFront, _core.KernelBase):
                                             arch=arch, target="cubin"))
 
 
+def call_signature(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                   init_value=None, stream=None, outputs=None, verbose=False, cooperative=None, cluster=None):
+    """Runs the kernel on ``inputs`` and returns its outputs: a list in output_names order, or a dict keyed by name
+    when ``inputs`` (and ``output_shapes``, ``output_dtypes``, ``outputs``) are dicts. Keyword arguments only;
+    ``help(type(kernel))`` describes each keyword."""
+    # The call's keywords for help() and inspect (front.show_call): the call itself runs in C, with this keyword
+    # table (cpp/bindings/call/call_args.hpp; tests/cpu/test_help_text.py compares the two).
+
+
 def _copy_options(options):
     """A copy of a (checked) compile_options dict that later edits of the caller's dict do not reach."""
     if options is None:

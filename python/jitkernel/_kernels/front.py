@@ -115,6 +115,18 @@ def factory_args(name, input_names, output_names, source, header, ensure_row_con
     return input_names, output_names
 
 
+def show_call(cls, call, signature) -> None:
+    """Puts ``call`` (a Python function) in ``cls.__dict__`` as ``__call__`` for Python's introspection, while
+    CPython keeps calling the C call slot (cpp/bindings/objects/kernel_object.cpp, ``_expose_python_call``), and
+    makes ``help(kernel)`` and ``inspect.signature(kernel.__call__)`` show ``signature``: a function declaring the
+    call's real keywords, whose docstring ``call`` takes, with the name ``Class.__call__``. inspect follows
+    ``__wrapped__``; TorchDynamo, which traces ``call``'s own code, does not read it on a plain function."""
+    call.__wrapped__ = signature
+    call.__doc__ = signature.__doc__
+    call.__name__, call.__qualname__ = "__call__", f"{cls.__name__}.__call__"
+    _core._expose_python_call(cls, call)
+
+
 class KernelFront:
     """The part of ``CudaKernel`` and ``MetalKernelFunction`` that does not depend on the backend: the factory's
     arguments, one C++ engine per (input_names, output_names), and the dict form of calls and of the

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError
-from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args, refuse_unknown_keywords
+from .front import (REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args, refuse_unknown_keywords,
+                    show_call)
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -164,6 +165,22 @@ class MetalKernelFunction(KernelFront, _core.KernelBase):
                 bad_call("MetalKernelFunction.buffers", args, unknown, dict(inputs=inputs, output_dtypes=output_dtypes))
             impl, inputs, output_dtypes = self._signature_args(inputs, output_dtypes)
             return impl._buffers(inputs, output_dtypes, template)
+
+
+def _call_signature(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                    init_value=None, stream=None, outputs=None, verbose=False):
+    """Runs the kernel on ``inputs`` (macOS on Apple silicon) and returns its outputs as NumPy arrays: a list in
+    output_names order, or a dict keyed by name when ``inputs`` (and ``output_shapes``, ``output_dtypes``,
+    ``outputs``) are dicts. Keyword arguments only; ``help(type(kernel))`` describes each keyword."""
+    # The call's keywords for help() and inspect (front.show_call); the call runs in C.
+
+
+def _call(self, *args, **kwargs):
+    # type(kernel).__call__ for introspection; CPython calls the C slot, or this for a user's subclass.
+    return _core.KernelBase.__call__(self, *args, **kwargs)
+
+
+show_call(MetalKernelFunction, _call, _call_signature)
 
 
 if TYPE_CHECKING:  # seed 000's metal_kernel(name, source), else names as lists: a bare str is one mistake less
