@@ -300,7 +300,7 @@ def cuda_kernel(name: str, input_names: Names | None = None, output_names: Names
     ("safe" or "fast": ``--use_fast_math``), ``line_info`` (default True: ``-lineinfo``), ``debug`` (``-G``),
     ``defines`` (``{"NAME": value or None}``: ``-DNAME=value``), ``std`` ("c++17" or "c++20"),
     ``max_registers`` (``--maxrregcount``), ``include_dirs`` (folders for ``-I``) and ``extra_flags`` (NVRTC
-    flags from an allowlist, e.g. ``["--ftz=true"]``). See the README's compile options.
+    flags from an allowlist, e.g. ``["--ftz=true"]``). See docs/compile_options.md.
 
     A keyword it does not take is an ArgumentTypeError naming it (and the keyword it most likely meant).
     """
