@@ -42,7 +42,8 @@ suppress_warnings = ["myst.header"]
 
 # The README's in-page links, in the parts of it that pages include, point to the page that covers the same thing.
 # An anchor missing here stays as it is, and -W then fails the build, so a new link cannot break silently.
-README_ANCHORS = {"#metal-apple-gpus": "metal.md", "#gpu-tests": "examples.md#how-the-examples-are-tested"}
+README_ANCHORS = {"#metal-apple-gpus": "metal.md", "#gpu-tests": "examples.md#how-the-examples-are-tested",
+                  "#example": "index.md#example"}
 
 
 def _readme_links(app, relative_path, parent_docname, content):

@@ -20,9 +20,10 @@ if _go:
 """
 
 
-def run_together(script: str, envs: list, folder, timeout: float = 240) -> list:
+def run_together(script: str, envs: list, folder, timeout: float = 600) -> list:
     """Runs ``script`` once per environment in ``envs``, all released together; returns each process's last stdout
-    line parsed as JSON, in order. ``folder`` (an empty scratch folder) holds the start files."""
+    line parsed as JSON, in order. ``folder`` (an empty scratch folder) holds the start files. ``timeout`` guards
+    against a hang: dozens of processes starting on a loaded 2-core machine take minutes, a hang for ever."""
     go = os.path.join(folder, "go")
     procs = [subprocess.Popen([sys.executable, "-c", script], env=dict(env, JK_TEST_GO=go), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for env in envs]

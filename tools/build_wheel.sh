@@ -77,9 +77,10 @@ for want in "${pythons[@]}"; do
   version=$("$python" -c "import sys; print('%d.%d' % sys.version_info[:2])")
   echo "== wheel for Python $version ($python), zig for glibc $glibc"
   # pip unpacks the sdist into a fresh folder: a clean build with zig, never a build/ folder gcc configured.
+  # --config-settings, not its short spelling -C, which pip has only since 23.1 (pyenv's 3.10 comes with 23.0).
   CC="$wrappers/zig-cc" CXX="$wrappers/zig-c++" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
     "$python" -m pip wheel -q --no-deps -w "$raw/$version" "$sdist" \
-    "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$wrappers/extension.map"
+    "--config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$wrappers/extension.map"
   wheel=$(ls "$raw/$version"/jitkernel-*.whl)
 
   # auditwheel names the oldest manylinux tag the wheel satisfies; it must be $max_tag or older.

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import atexit as _atexit
 
+TYPE_CHECKING = False  # True for type checkers only (mypy and pyright treat the name so)
+
 from . import _core, _dtypes, _errors, _toolkit_search
 from ._errors import (
     ArgumentError,
@@ -140,8 +142,17 @@ def _install() -> None:
 
 _install()
 
+# The compile_options TypedDicts (_kernels/call_types.py), to annotate an options dict made apart from its call
+# (``opts: jk.CudaCompileOptions = {...}``, or ``jk.CudaCompileOptions(math_mode="fast")``): type checkers see the
+# TypedDicts; at run time they are dict, so ``import jitkernel`` still imports no ``typing``.
+if TYPE_CHECKING:
+    from ._kernels.call_types import CudaCompileOptions, MetalCompileOptions
+else:
+    CudaCompileOptions = MetalCompileOptions = dict
+
 __all__ = [
     "fast", "Array", "BoundCall", "CudaKernel", "DType", "cuda_kernel", "compile_cuda", "precompiled_cuda_kernel",
+    "CudaCompileOptions", "MetalCompileOptions",
     "cuda_available", "device_count", "device_info", "synchronize", "toolkit_info", "dtype",
     "cache_info", "clear_cache", "cache_path", "CacheInfo", "CacheWarning",
     "sharded", "jax_export_disabled_checks", "precompile", "ShapeDtype", "PrecompileReport", "export_cache", "import_cache", "BundleReport",

@@ -367,7 +367,7 @@ def main():
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--skip-through", type=int, default=-1)
     parser.add_argument("--log", required=True)
-    parser.add_argument("--call-timeout", type=float, default=10.0)
+    parser.add_argument("--call-timeout", type=float, default=60.0)
     args = parser.parse_args()
 
     warnings.simplefilter("ignore")  # CacheWarning and friends are not failures

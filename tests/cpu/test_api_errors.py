@@ -8,6 +8,8 @@ launched.
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -170,6 +172,17 @@ def test_misspelt_factory_keyword_names_it_and_the_likely_one():
     with pytest.raises(jk.ArgumentTypeError, match=r"^zzz: cuda_kernel\(\) got an unexpected keyword argument "
                                                    r"'zzz' \(its keywords: name, input_names"):
         jk.cuda_kernel(name="k", source="", zzz=1)
+
+
+def test_one_name_as_a_str_is_refused_and_any_sequence_of_names_is_taken():
+    # A str is a sequence of one-letter names; the type checkers refuse it too (call_types.Names).
+    with pytest.raises(jk.ArgumentTypeError, match=r"^input_names: expected a list of names such as \['ab'\], "
+                                                   r"got the str 'ab'"):
+        jk.cuda_kernel(name="k", input_names="ab", output_names=["o"], source="o[0] = a[0];")
+    with pytest.raises(jk.ArgumentTypeError, match=r"^output_names: expected a list of names"):
+        jk.metal_kernel(name="k", input_names=["a"], output_names="o", source="o[0] = a[0];")
+    kernel = jk.cuda_kernel(name="k", input_names=collections.UserList(["a"]), output_names=("o",), source="")
+    assert kernel.input_names == ("a",) and kernel.output_names == ("o",)
 
 
 NAMELESS = jk.cuda_kernel(name="copy", source="out[0] = inp[0];")

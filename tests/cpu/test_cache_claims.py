@@ -23,6 +23,10 @@ from _processes import run_together
 from jitkernel import _core
 
 FACTORS = (2, 3, 4)
+# A waiter's bound (JITKERNEL_CACHE_CLAIM_WAIT) where a test tells "taken over at once" from "waited for the bound",
+# and the time within which "at once" must finish: a compile that parses CCCL (about a second alone) takes 10-20 times
+# longer on a loaded 2-core machine, far less than AT_ONCE, and waiting for the bound takes longer than AT_ONCE.
+BOUND, AT_ONCE = 240, 120
 # Makes the compile slow (parses CCCL: about a second), so that a process can be killed while it compiles.
 SLOW_HEADER = "#include <cooperative_groups.h>"
 
@@ -97,9 +101,9 @@ def test_claim_of_a_killed_process_is_taken_over(tmp_path, reference):
     owner.send_signal(signal.SIGKILL)
     owner.communicate()
     (claim,) = list((folder / "claims").glob("*.claim"))  # left behind by the killed owner
-    result = run(folder, JK_TEST_HEADER=SLOW_HEADER, JITKERNEL_CACHE_CLAIM_WAIT=60)
+    result = run(folder, JK_TEST_HEADER=SLOW_HEADER, JITKERNEL_CACHE_CLAIM_WAIT=BOUND)
     assert result["errors"] == [] and result["compiles"] == 1 and result["claim_waits"] == 0, result
-    assert result["seconds"] < 30, result  # the dead owner is seen at once, not after the bound
+    assert result["seconds"] < AT_ONCE, result  # the dead owner is seen at once, not after the bound
     assert not claim.exists()
 
 
@@ -107,9 +111,9 @@ def test_claim_naming_a_dead_pid_does_not_block(tmp_path, reference):
     folder = tmp_path / "cache"
     sha, key = reference[2]
     claim = plant(folder, key, host_id(), dead_pid())
-    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=60)
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=BOUND)
     assert result["shas"] == [sha] and result["compiles"] == 1 and result["claim_waits"] == 0, result
-    assert result["seconds"] < 30 and not claim.exists()
+    assert result["seconds"] < AT_ONCE and not claim.exists()
 
 
 # What the core writes in a claim, from inside the owner: its host, pid and process start time (/proc/self/stat
@@ -149,11 +153,11 @@ def test_claim_of_an_exited_unreaped_owner_does_not_block(tmp_path, reference):
     sha, key = reference[2]
     owner = zombie_owner(folder / "claims" / f"{key}.claim")
     try:
-        result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=20)
+        result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=BOUND)
     finally:
         owner.wait(timeout=60)
     assert result["shas"] == [sha] and result["compiles"] == 1, result
-    assert (result["claim_waits"], result["claim_timeouts"]) == (0, 0) and result["seconds"] < 10, result
+    assert (result["claim_waits"], result["claim_timeouts"]) == (0, 0) and result["seconds"] < AT_ONCE, result
     assert not (folder / "claims" / f"{key}.claim").exists()
 
 
@@ -204,9 +208,9 @@ def test_clear_removes_claims_of_dead_owners_only(tmp_path, monkeypatch, how):
 def test_claim_older_than_the_bound_is_removed(tmp_path, reference):
     folder = tmp_path / "cache"
     sha, key = reference[2]
-    claim = plant(folder, key, "another-host/boot", 1, age=120)  # a live pid on some other machine
-    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=60)
-    assert result["shas"] == [sha] and result["claim_waits"] == 0 and result["seconds"] < 30, result
+    claim = plant(folder, key, "another-host/boot", 1, age=2 * BOUND)  # a live pid on some other machine
+    result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=BOUND)
+    assert result["shas"] == [sha] and result["claim_waits"] == 0 and result["seconds"] < AT_ONCE, result
     assert not claim.exists()
 
 
@@ -219,7 +223,7 @@ def test_live_claim_on_another_host_is_waited_for_then_taken_over(tmp_path, refe
     assert result["shas"] == [sha] and result["compiles"] == 1, result
     # Waited (unless start-up took longer than the bound) until the claim was older than the bound: no time-out.
     assert (result["claim_timeouts"], result["misses"]) == (0, 1) and result["claim_waits"] <= 1, result
-    assert result["seconds"] < 30, result
+    assert result["seconds"] < AT_ONCE, result
     assert not claim.exists()  # removed once older than the bound, then ours, then released
 
 
@@ -232,7 +236,7 @@ def test_claim_from_a_clock_ahead_is_waited_for_until_the_bound(tmp_path, refere
     result = run(folder, JITKERNEL_CACHE_CLAIM_WAIT=1.5)
     assert result["shas"] == [sha] and result["compiles"] == 1, result
     assert (result["claim_waits"], result["claim_timeouts"], result["misses"]) == (1, 1, 1), result
-    assert 1.5 <= result["seconds"] < 30, result
+    assert 1.5 <= result["seconds"] < AT_ONCE, result
     assert claim.exists()
 
 
@@ -240,10 +244,10 @@ def test_compile_error_in_the_owner_does_not_make_others_wait(tmp_path):
     folder = tmp_path / "cache"
     scratch = tmp_path / "start"
     scratch.mkdir()
-    env = environment(folder, JK_TEST_HEADER=SLOW_HEADER + "\nnot C++;", JITKERNEL_CACHE_CLAIM_WAIT=120)
+    env = environment(folder, JK_TEST_HEADER=SLOW_HEADER + "\nnot C++;", JITKERNEL_CACHE_CLAIM_WAIT=BOUND)
     results = run_together(SCRIPT, [env] * 8, scratch)
     assert all(r["errors"] == ["CompileError"] for r in results), results
-    assert max(r["seconds"] for r in results) < 100, [r["seconds"] for r in results]  # not the 120 s bound
+    assert max(r["seconds"] for r in results) < AT_ONCE, [r["seconds"] for r in results]  # not the bound
     assert sum(r["claim_timeouts"] for r in results) == 0
     assert list((folder / "claims").iterdir()) == []
 

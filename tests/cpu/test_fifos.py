@@ -18,7 +18,7 @@ from _mock_driver import mock_driver  # noqa: E402,F401 - the fixture is used by
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 
-TIMEOUT = 120  # seconds: a compile takes a few; a hang takes for ever
+TIMEOUT = 300  # seconds: a compile takes a few (ten times that on a loaded 2-core machine); a hang takes for ever
 
 
 @pytest.fixture

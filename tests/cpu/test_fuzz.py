@@ -33,7 +33,9 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fuzz_child.py
 DEFAULT_EXAMPLES = {"protocols": 1200, "source": 700, "call": 700, "factory": 500, "metal": 700, "compile": 100,
                     "precompiled": 800, "arrays_dtypes": 400, "cache": 120, "xla": 1500}
 BATCH = 400  # cases per child process (batches of one target get different seeds)
-CALL_TIMEOUT = float(os.environ.get("JITKERNEL_FUZZ_CALL_TIMEOUT", "10"))  # seconds: longer is a hang
+# Seconds one call may take before it counts as a hang. A hang never ends; the slowest honest call (a compile that
+# parses CCCL, about a second alone) takes 10-20 times longer on a loaded 2-core machine, so the bound is far above.
+CALL_TIMEOUT = float(os.environ.get("JITKERNEL_FUZZ_CALL_TIMEOUT", "60"))
 MAX_RESTARTS = 8  # per batch: after that many crashes the rest of the batch is not run (and that is a failure)
 
 

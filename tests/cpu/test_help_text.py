@@ -96,10 +96,34 @@ def test_help_errors(error, sentence):
     _check(_help(error), keywords + [error.__name__], [sentence])
 
 
-def test_help_of_the_call_names_every_call_keyword():
+def _call_keywords_in_signature(kernel) -> list:
+    """The keywords ``inspect.signature(kernel.__call__)`` shows: (name, required, default), keyword-only each."""
+    import inspect
+
+    parameters = inspect.signature(kernel.__call__).parameters.values()
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
+    return [(p.name, p.default is inspect.Parameter.empty, None if p.default is inspect.Parameter.empty
+             else p.default) for p in parameters]
+
+
+def test_help_of_the_call_shows_the_call_slots_keywords():
+    """help(kernel.__call__) shows the C call slot's keywords (its table: required ones, defaults), not the
+    ``(*args, **kwargs)`` of the Python function TorchDynamo traces, nor its internals."""
     from jitkernel import _core
-    text = pydoc.render_doc(jk.cuda_kernel(name="k", input_names=["a"], output_names=["o"], source="").__call__,
-                            renderer=pydoc.plaintext)
-    assert "Launches the kernel" in text
-    for keyword in _core._call_keywords:
-        assert keyword in text, keyword
+
+    table = [(name, name in _core._call_required, default)
+             for name, default in zip(_core._call_keywords, _core._call_defaults)]
+    cuda = jk.cuda_kernel(name="k", input_names=["a"], output_names=["o"], source="")
+    assert _call_keywords_in_signature(cuda) == table
+    metal = jk.metal_kernel(name="k", input_names=["a"], output_names=["o"], source="")
+    assert _call_keywords_in_signature(metal) == [row for row in table if row[0] not in ("cooperative", "cluster")]
+    for kernel in (cuda, metal):
+        text = pydoc.render_doc(kernel.__call__, renderer=pydoc.plaintext)
+        assert text.splitlines()[2].startswith("__call__(*, inputs, output_shapes=None, output_dtypes=None, grid, "
+                                               "threadgroup, template=None"), text
+        assert "Runs the kernel on ``inputs``" in text and "help(type(kernel))" in text
+        for internal in ("*args", "**kwargs", "Dynamo", "dynamo_call", "guard"):
+            assert internal not in text, internal
+        class_text = _help(type(kernel))
+        assert "__call__(self, *, inputs, output_shapes=None" in class_text
+        assert "Dynamo" not in class_text and "dynamo_call" not in class_text

@@ -277,11 +277,22 @@ def test_read_only_outputs_are_refused():
 
 # --------------------------------------------------------------------------- one kernel type for both factories
 def test_one_kernel_type_and_call_slot():
-    """Both factories' kernels are _core.KernelBase objects called through its C call slot (no Python __call__)."""
+    """Both factories' kernels are _core.KernelBase objects called through its C call slot: the Python __call__ in
+    their classes' dicts (for help() and inspect, and TorchDynamo's for CUDA) never runs on a call."""
+    import sys
+
     from jitkernel import _core
     metal, cuda = exp_kernel(), jk.cuda_kernel("myexp", ["inp"], ["out"], "out[0] = inp[0];")
     assert isinstance(metal, _core.KernelBase) and isinstance(cuda, _core.KernelBase)
-    assert "__call__" not in vars(type(metal))
+    ran = []
+    sys.setprofile(lambda frame, event, arg: ran.append(frame.f_code) if event == "call" else None)
+    try:
+        for kernel in (metal, cuda):
+            with pytest.raises(jk.ArgumentTypeError, match="unexpected keyword argument 'bogus'"):
+                kernel(inputs=[], grid=(1, 1, 1), threadgroup=(1, 1, 1), bogus=1)
+    finally:
+        sys.setprofile(None)
+    assert vars(type(metal))["__call__"].__code__ not in ran and vars(type(cuda))["__call__"].__code__ not in ran
 
 
 @pytest.mark.parametrize("over, argument", [(dict(cooperative=True), "cooperative"),

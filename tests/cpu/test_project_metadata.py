@@ -22,9 +22,12 @@ def test_one_version_everywhere():
 
 
 def test_license_ships_in_the_wheel():
+    # PEP 639: the licence is an SPDX expression (License-Expression), with no License field or licence classifier.
     files = [str(f) for f in importlib.metadata.distribution("jitkernel").files]
     assert any(f.endswith("licenses/LICENSE") for f in files), files
-    assert importlib.metadata.metadata("jitkernel")["License"] == "Apache-2.0"
+    metadata = importlib.metadata.metadata("jitkernel")
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert metadata["License"] is None and not [c for c in metadata.get_all("Classifier") if c.startswith("License")]
 
 
 def test_a_jitkernel_command_runs_the_command_line():

@@ -108,11 +108,11 @@ def test_licence_lies_beside_the_header(folder):
 
 
 def test_wheel_ships_each_vendored_licence():
-    # pyproject.toml's wheel.license-files: scikit-build-core copies each match, path kept, to .dist-info/licenses/.
+    # pyproject.toml's project.license-files (PEP 639): the build copies each match, path kept, to .dist-info/licenses/.
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    table = re.search(r"^\[tool\.scikit-build\]\n(.*?)(?=^\[|\Z)", pyproject, re.M | re.S).group(1)
-    setting = re.search(r"^wheel\.license-files\s*=\s*(.+)$", table, re.M)  # a list on one line
-    assert setting, "pyproject.toml sets no wheel.license-files"
+    table = re.search(r"^\[project\]\n(.*?)(?=^\[|\Z)", pyproject, re.M | re.S).group(1)
+    setting = re.search(r"^license-files\s*=\s*(.+)$", table, re.M)  # a list on one line
+    assert setting, "pyproject.toml sets no project.license-files"
     shipped = {path for pattern in re.findall(r'"([^"]+)"', setting.group(1)) for path in REPO.glob(pattern)}
     assert REPO / "LICENSE" in shipped
     for folder in VENDORED:

@@ -1,7 +1,8 @@
 """Type checkers see the API: a user's script that uses every kernel kind correctly (typing_samples/good_usage.py)
 passes mypy and basedpyright (pyright with its own node, from PyPI) without an error, and a script with known
-mistakes (typing_samples/bad_usage.py: a misspelt keyword, a wrong type, a positional call, a missing keyword, a
-result used as the wrong type) is reported on exactly the lines marked ``# mistake``. The calls run in C or check
+mistakes (typing_samples/bad_usage.py: a misspelt keyword, a wrong type, a positional call, a missing keyword, one
+name where a list of names belongs, a misspelt or mistyped compile option, a result or an output used as the wrong
+type) is reported on exactly the lines marked ``# mistake``. The calls run in C or check
 their arguments at run time; _kernels/call_types.py and the modules' TYPE_CHECKING blocks declare their signatures, and the
 build's jitkernel/_core.pyi types the extension (dtypes, jk.Array). Each checker is skipped when not installed."""
 import importlib.util
@@ -95,6 +96,24 @@ def test_launch_only_keywords_match_the_call():
 
     launch_only = set(jitkernel._core._call_keywords) - {"inputs", "output_dtypes", "template"}
     assert set(call_types.LaunchOnly.__optional_keys__) == launch_only
+
+
+def test_compile_options_types_are_dicts_at_run_time():
+    """jk.CudaCompileOptions / jk.MetalCompileOptions are TypedDicts for the checkers and plain dicts when run, so an
+    annotation or a call of them costs no typing import and makes what the factories take."""
+    options = jitkernel.CudaCompileOptions(math_mode="fast", debug=True)
+    assert type(options) is dict and options == {"math_mode": "fast", "debug": True}
+    assert jitkernel.MetalCompileOptions is dict
+
+
+def test_compile_options_type_has_every_option_the_core_takes():
+    from jitkernel._kernels import call_types
+
+    with pytest.raises(jitkernel.ArgumentError, match=r"the options are ([\w, ]+)\)") as e:
+        jitkernel.cuda_kernel(name="k", source="", compile_options={"no such option": 1})
+    taken = set(re.search(r"the options are ([\w, ]+)\)", str(e.value)).group(1).split(", "))
+    assert taken <= set(call_types.CudaCompileOptions.__optional_keys__)
+    assert set(call_types.MetalCompileOptions.__optional_keys__) == {"math_mode"}
 
 
 def test_typing_is_not_imported_at_run_time():

@@ -71,8 +71,14 @@ def stream_handle(stream, inputs) -> int:
 
 
 def device_of(inputs) -> int:
-    """The CUDA device of the first GPU array among ``inputs`` (0 when none is on a GPU)."""
+    """The CUDA device of the first GPU array among ``inputs`` (0 when none is on a GPU). A torch tensor answers
+    through ``.device`` (which TorchDynamo traces; ``__dlpack_device__``'s enum it cannot)."""
+    torch = sys.modules.get("torch")
     for x in inputs:
+        if torch is not None and isinstance(x, torch.Tensor):
+            if x.device.type == "cuda":
+                return x.device.index or 0
+            continue
         device = getattr(x, "__dlpack_device__", None)
         if device is None:
             continue

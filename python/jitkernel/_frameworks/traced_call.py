@@ -19,6 +19,8 @@ from .. import _core
 from .._errors import ArgumentTypeError
 from . import jax_call
 from .call_form import list_form
+from .._kernels.cuda_kernel import call_signature
+from .._kernels.front import show_call
 # Functions, not their module: TorchDynamo reaching one module both as a global of its own functions and as an
 # attribute of this one guards that the two are the same object in Python, on every call.
 from .torch_ops import call as torch_call
@@ -58,19 +60,15 @@ def call(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, templa
 
 
 def dynamo_call(self, *args, **kwargs):
-    """Launches the kernel: ``kernel(*, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-    init_value=None, stream=None, outputs=None, verbose=False, cooperative=False, cluster=None)`` returns the
-    list of outputs (a dict in the dict form). The class docstring
-    (``help(type(kernel))``) describes each keyword.
-
-    How it works: this is ``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring). CPython
-    calls the C slot instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands
-    over to it. A call with bad keywords goes to the C slot too, which raises the eager call's error.
-
-    TorchDynamo guards every global this reads, on every call of the compiled function: the C call slot's keyword
-    table (cpp/bindings/call/call_args.hpp; ``_core._call_keywords``, ``_call_required``, ``_call_defaults``, all
-    None but verbose's False) is therefore written out here as literals, which its code object's guard covers
-    (tests/cpu/test_dynamo_guards.py checks them against the table), and the only globals read are functions."""
+    # ``type(kernel).__call__`` as TorchDynamo reads it (see the module docstring); help() shows the call's own
+    # keywords and docstring (cuda_kernel.call_signature, through front.show_call). CPython calls the C slot
+    # instead, except for a user's subclass of ``CudaKernel``, where this runs eagerly and hands over to it. A
+    # call with bad keywords goes to the C slot too, which raises the eager call's error.
+    #
+    # TorchDynamo guards every global this reads, on every call of the compiled function: the C call slot's keyword
+    # table (cpp/bindings/call/call_args.hpp; ``_core._call_keywords``, ``_call_required``, ``_call_defaults``, all
+    # None but verbose's False) is therefore written out here as literals, which its code object's guard covers
+    # (tests/cpu/test_dynamo_guards.py checks them against the table), and the only globals read are functions.
     if not args and compiling():
         for name in kwargs:
             if name not in ("inputs", "output_shapes", "output_dtypes", "grid", "threadgroup", "template",
@@ -89,5 +87,5 @@ def dynamo_call(self, *args, **kwargs):
 
 def expose_to_dynamo(cls) -> None:
     """Puts ``dynamo_call`` in ``cls.__dict__`` as ``__call__`` without changing the C call slot that CPython
-    uses (cpp/bindings/objects/kernel_object.cpp, ``_expose_python_call``)."""
-    _core._expose_python_call(cls, dynamo_call)
+    uses; help() shows the call's keywords (front.show_call)."""
+    show_call(cls, dynamo_call, call_signature)

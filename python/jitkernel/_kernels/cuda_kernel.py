@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 
     from typing_extensions import Never
 
-    from .call_types import (AnyDTypes, AnyInputs, Backward, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs,
-                             Shape, Template, Unpack)
+    from .._core import Array
+    from .call_types import (AnyDTypes, AnyInputs, Backward, CudaCompileOptions, CudaLaunch, DictInputs, Dim3,
+                             DTypeLike, FrameworkArray, Given, HostArray, LaunchOnly, ListInputs, Names, Shape,
+                             Template, Unpack)
 
 _INT32_MAX = 2**31 - 1
 _FACTORY_KEYWORDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous",
@@ -77,20 +79,45 @@ class CudaKernel(KernelFront, _core.KernelBase):
     _factory = "cuda_kernel"
 
     if TYPE_CHECKING:  # the call itself runs in C (cpp/bindings/call/call_slot.cpp): its signature for type checkers
+        # The list form returns a list, the dict form a dict: the given outputs= arrays, else new arrays in the
+        # inputs' framework (jk.Array for NumPy and jk.Array inputs; call_types.FrameworkArray).
         @overload
-        def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
-                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
-                     template: Template = None, init_value: float | None = None, verbose: bool = False,
-                     stream: Any = None, outputs: Sequence[Any] | None = None, cooperative: bool | None = None,
-                     cluster: Dim3 | None = None) -> list[Any]: ...
+        def __call__(self, *, inputs: Sequence[HostArray], output_shapes: Sequence[Shape] | None = None,
+                     output_dtypes: Sequence[DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> list[Array]: ...
 
         @overload
-        def __call__(self, *, inputs: DictInputs, grid: Dim3, threadgroup: Dim3,
-                     output_shapes: Mapping[str, Shape] | None = None,
-                     output_dtypes: Mapping[str, DTypeLike] | None = None, template: Template = None,
-                     init_value: float | None = None, verbose: bool = False, stream: Any = None,
-                     outputs: Mapping[str, Any] | None = None, cooperative: bool | None = None,
-                     cluster: Dim3 | None = None) -> dict[str, Any]: ...
+        def __call__(self, *, inputs: Sequence[FrameworkArray], output_shapes: Sequence[Shape] | None = None,
+                     output_dtypes: Sequence[DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> list[FrameworkArray]: ...
+
+        @overload
+        def __call__(self, *, inputs: ListInputs, outputs: Sequence[Given], output_shapes: None = None,
+                     output_dtypes: None = None, **launch: Unpack[CudaLaunch]) -> list[Given]: ...
+
+        @overload
+        def __call__(self, *, inputs: ListInputs, output_shapes: Sequence[Shape] | None = None,
+                     output_dtypes: Sequence[DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> list[Any]: ...
+
+        @overload
+        def __call__(self, *, inputs: Mapping[str, HostArray], output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> dict[str, Array]: ...
+
+        @overload
+        def __call__(self, *, inputs: Mapping[str, FrameworkArray], output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> dict[str, FrameworkArray]: ...
+
+        @overload
+        def __call__(self, *, inputs: DictInputs, outputs: Mapping[str, Given], output_shapes: None = None,
+                     output_dtypes: None = None, **launch: Unpack[CudaLaunch]) -> dict[str, Given]: ...
+
+        @overload
+        def __call__(self, *, inputs: DictInputs, output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[CudaLaunch]) -> dict[str, Any]: ...
 
         def __call__(self, **kwargs: Any) -> Any: ...
 
@@ -225,6 +252,15 @@ class CudaKernel(KernelFront, _core.KernelBase):
                                             arch=arch, target="cubin"))
 
 
+def call_signature(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                   init_value=None, stream=None, outputs=None, verbose=False, cooperative=None, cluster=None):
+    """Runs the kernel on ``inputs`` and returns its outputs: a list in output_names order, or a dict keyed by name
+    when ``inputs`` (and ``output_shapes``, ``output_dtypes``, ``outputs``) are dicts. Keyword arguments only;
+    ``help(type(kernel))`` describes each keyword."""
+    # The call's keywords for help() and inspect (front.show_call): the call itself runs in C, with this keyword
+    # table (cpp/bindings/call/call_args.hpp; tests/cpu/test_help_text.py compares the two).
+
+
 def _copy_options(options):
     """A copy of a (checked) compile_options dict that later edits of the caller's dict do not reach."""
     if options is None:
@@ -243,9 +279,9 @@ def _rebuild_kernel(name, input_names, output_names, source, header, ensure_row_
     return kernel
 
 
-def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+def cuda_kernel(name: str, input_names: Names | None = None, output_names: Names | None = None,
                 source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
-                shared_memory: int = 0, compile_options: Mapping[str, Any] | None = None,
+                shared_memory: int = 0, compile_options: CudaCompileOptions | None = None,
                 **unknown: Never) -> CudaKernel:
     """A JIT-compiled CUDA kernel from the body ``source`` (MLX's ``mx.fast.cuda_kernel``).
 
@@ -259,13 +295,14 @@ def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_name
 
     ``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name.
 
-    ``compile_options`` (a dict, all keys optional; each is part of the compile cache key): ``math_mode``
+    ``compile_options`` (a dict, all keys optional, typed as ``jk.CudaCompileOptions``; each is part of the compile
+    cache key): ``math_mode``
     ("safe" or "fast": ``--use_fast_math``), ``line_info`` (default True: ``-lineinfo``), ``debug`` (``-G``),
     ``defines`` (``{"NAME": value or None}``: ``-DNAME=value``), ``std`` ("c++17" or "c++20"),
     ``max_registers`` (``--maxrregcount``), ``include_dirs`` (folders for ``-I``) and ``extra_flags`` (NVRTC
     flags from an allowlist, e.g. ``["--ftz=true"]``) and ``checked`` (True: bounds-checked array indexes that raise
     ``KernelBoundsError``, unwritten outputs that raise ``UnwrittenOutputError``; every launch synchronises; also
-    ``JITKERNEL_CHECKED=1``; docs/checked.md). See the README's compile options.
+    ``JITKERNEL_CHECKED=1``; docs/checked.md). See docs/compile_options.md.
 
     A keyword it does not take is an ArgumentTypeError naming it (and the keyword it most likely meant).
     """
@@ -281,7 +318,7 @@ def cuda_kernel(name: str, input_names: Sequence[str] | None = None, output_name
 
 
 def compile_cuda(source: str, arch: str = "sm_90a", target: str = "cubin", name: str = "program.cu",
-                 compile_options: Mapping[str, Any] | None = None) -> bytes:
+                 compile_options: CudaCompileOptions | None = None) -> bytes:
     """Compiles standalone CUDA source with NVRTC (no GPU needed): cubin bytes, or PTX text as bytes.
     ``compile_options`` as in ``cuda_kernel``."""
     str_arg(source, "source")

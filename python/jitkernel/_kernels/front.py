@@ -11,6 +11,7 @@ only picks the engine for the names a call gives when the kernel was made withou
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from .. import _core
 from .._errors import ArgumentTypeError
@@ -71,9 +72,13 @@ def refuse_unknown_keywords(function: str, unknown: dict, known: tuple, listed: 
 
 
 def names_arg(value, argument: str):
+    """A list or tuple (any sequence) of names, as a tuple. A bare str is refused, as call_types.Names refuses it
+    for type checkers: it is a sequence too, and ``input_names="xy"`` would name two inputs "x" and "y"."""
     if value is None:
         return None
-    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+    if isinstance(value, str):
+        raise ArgumentTypeError(argument, f"expected a list of names such as [{value!r}], got the str {value!r}")
+    if not isinstance(value, Sequence):
         raise ArgumentTypeError(argument, f"expected a list of names (strings), got {type(value).__name__}")
     # Read by iteration, never sized by len(): a list subclass may report any length (tuple(value) would
     # allocate what it claims), and the names are the items iteration yields.
@@ -108,6 +113,18 @@ def factory_args(name, input_names, output_names, source, header, ensure_row_con
     str_arg(header, "header")
     bool_arg(ensure_row_contiguous, "ensure_row_contiguous")
     return input_names, output_names
+
+
+def show_call(cls, call, signature) -> None:
+    """Puts ``call`` (a Python function) in ``cls.__dict__`` as ``__call__`` for Python's introspection, while
+    CPython keeps calling the C call slot (cpp/bindings/objects/kernel_object.cpp, ``_expose_python_call``), and
+    makes ``help(kernel)`` and ``inspect.signature(kernel.__call__)`` show ``signature``: a function declaring the
+    call's real keywords, whose docstring ``call`` takes, with the name ``Class.__call__``. inspect follows
+    ``__wrapped__``; TorchDynamo, which traces ``call``'s own code, does not read it on a plain function."""
+    call.__wrapped__ = signature
+    call.__doc__ = signature.__doc__
+    call.__name__, call.__qualname__ = "__call__", f"{cls.__name__}.__call__"
+    _core._expose_python_call(cls, call)
 
 
 class KernelFront:

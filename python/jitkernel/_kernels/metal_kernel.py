@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError
-from .front import REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args, refuse_unknown_keywords
+from .front import (REQUIRED, KernelFront, bad_call, query_keywords, bool_arg, factory_args, refuse_unknown_keywords,
+                    show_call)
 
 __all__ = ["MetalKernelFunction", "MetalKernel", "metal_kernel"]
 
@@ -28,8 +29,10 @@ if TYPE_CHECKING:
 
     from typing_extensions import Never
 
-    from .call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, LaunchOnly, ListInputs, Shape,
-                             Template, Unpack)
+    import numpy as np
+
+    from .call_types import (AnyDTypes, AnyInputs, DictInputs, Dim3, DTypeLike, Given, LaunchOnly, ListInputs,
+                             MetalCompileOptions, MetalLaunch, Names, Shape, Template, Unpack)
 
 _MATH_MODES = ("safe", "relaxed", "fast")
 _FACTORY_KEYWORDS = ("name", "input_names", "output_names", "source", "header", "ensure_row_contiguous",
@@ -108,17 +111,22 @@ class MetalKernelFunction(KernelFront, _core.KernelBase):
         # versions below name bad calls: their keywords for type checkers; ``stream`` must be None (Metal kernels
         # run on jitkernel's own command queue)
         @overload
-        def __call__(self, *, inputs: ListInputs, grid: Dim3, threadgroup: Dim3,
-                     output_shapes: Sequence[Shape] | None = None, output_dtypes: Sequence[DTypeLike] | None = None,
-                     template: Template = None, init_value: float | None = None, verbose: bool = False,
-                     stream: None = None, outputs: Sequence[Any] | None = None) -> list[Any]: ...
+        def __call__(self, *, inputs: ListInputs, output_shapes: Sequence[Shape] | None = None,
+                     output_dtypes: Sequence[DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[MetalLaunch]) -> list[np.ndarray[Any, Any]]: ...
 
         @overload
-        def __call__(self, *, inputs: DictInputs, grid: Dim3, threadgroup: Dim3,
-                     output_shapes: Mapping[str, Shape] | None = None,
-                     output_dtypes: Mapping[str, DTypeLike] | None = None, template: Template = None,
-                     init_value: float | None = None, verbose: bool = False, stream: None = None,
-                     outputs: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
+        def __call__(self, *, inputs: ListInputs, outputs: Sequence[Given], output_shapes: None = None,
+                     output_dtypes: None = None, **launch: Unpack[MetalLaunch]) -> list[Given]: ...
+
+        @overload
+        def __call__(self, *, inputs: DictInputs, output_shapes: Mapping[str, Shape] | None = None,
+                     output_dtypes: Mapping[str, DTypeLike] | None = None, outputs: None = None,
+                     **launch: Unpack[MetalLaunch]) -> dict[str, np.ndarray[Any, Any]]: ...
+
+        @overload
+        def __call__(self, *, inputs: DictInputs, outputs: Mapping[str, Given], output_shapes: None = None,
+                     output_dtypes: None = None, **launch: Unpack[MetalLaunch]) -> dict[str, Given]: ...
 
         def __call__(self, **kwargs: Any) -> Any: ...
 
@@ -162,37 +170,63 @@ class MetalKernelFunction(KernelFront, _core.KernelBase):
             return impl._buffers(inputs, output_dtypes, template)
 
 
-def metal_kernel(name: str, input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-                 source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
-                 atomic_outputs: bool = False, compile_options: Mapping[str, str] | None = None,
-                 **unknown: Never) -> MetalKernelFunction:
-    """A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).
+def _call_signature(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                    init_value=None, stream=None, outputs=None, verbose=False):
+    """Runs the kernel on ``inputs`` (macOS on Apple silicon) and returns its outputs as NumPy arrays: a list in
+    output_names order, or a dict keyed by name when ``inputs`` (and ``output_shapes``, ``output_dtypes``,
+    ``outputs``) are dicts. Keyword arguments only; ``help(type(kernel))`` describes each keyword."""
+    # The call's keywords for help() and inspect (front.show_call); the call runs in C.
 
-    The signature is generated from what each call passes, as MLX generates it: ``const device T* name`` per
-    array input (``constant`` below 8 elements, ``const constant T& name`` for 0-d inputs and Python scalars),
-    ``device T* name`` per output (``device atomic<T>*`` with ``atomic_outputs``), ``name_shape`` /
-    ``name_strides`` / ``name_ndim`` and Metal attributes (``thread_position_in_grid``, ...) when the body uses
-    them, and template arguments as a ``template <...>`` instantiated for the call. ``header`` goes before the
-    kernel. ``compile_options={"math_mode": "safe" | "relaxed" | "fast"}`` (default "safe"). Call the result with
-    keyword arguments::
 
-        outs = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
-                      grid=(a.size, 1, 1), threadgroup=(256, 1, 1), template=[("T", jk.float32)])
+def _call(self, *args, **kwargs):
+    # type(kernel).__call__ for introspection; CPython calls the C slot, or this for a user's subclass.
+    return _core.KernelBase.__call__(self, *args, **kwargs)
 
-    ``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name (seed 000's form, where
-    ``metal_kernel(name, source)`` also works positionally). Calling needs macOS on Apple silicon; making the
-    kernel and ``kernel.source(...)`` work everywhere.
-    """
-    if isinstance(input_names, str) and output_names is None and source is None:
-        input_names, source = None, input_names  # seed 000: metal_kernel(name, source)
-    refuse_unknown_keywords("metal_kernel", unknown, _FACTORY_KEYWORDS)
-    input_names, output_names = factory_args(name, input_names, output_names, source, header,
-                                             ensure_row_contiguous)
-    bool_arg(atomic_outputs, "atomic_outputs")
-    if input_names is None or output_names is None:  # else the C++ kernel made right away checks every name
-        _core.validate_metal_kernel_name(name)
-    return MetalKernelFunction(name, input_names, output_names, source, header, ensure_row_contiguous,
-                               atomic_outputs, _math_mode(compile_options))
+
+show_call(MetalKernelFunction, _call, _call_signature)
+
+
+if TYPE_CHECKING:  # seed 000's metal_kernel(name, source), else names as lists: a bare str is one mistake less
+    @overload
+    def metal_kernel(name: str, source: str, /) -> MetalKernelFunction: ...
+
+    @overload
+    def metal_kernel(name: str, input_names: Names | None = None, output_names: Names | None = None,
+                     source: str | None = None, header: str = "", ensure_row_contiguous: bool = True,
+                     atomic_outputs: bool = False, compile_options: MetalCompileOptions | None = None,
+                     **unknown: Never) -> MetalKernelFunction: ...
+
+    def metal_kernel(*args: Any, **kwargs: Any) -> MetalKernelFunction: ...
+else:
+    def metal_kernel(name, input_names=None, output_names=None, source=None, header="", ensure_row_contiguous=True,
+                     atomic_outputs=False, compile_options=None, **unknown):
+        """A JIT-compiled Metal kernel from the body ``source`` (MLX's ``mx.fast.metal_kernel``).
+
+        The signature is generated from what each call passes, as MLX generates it: ``const device T* name`` per
+        array input (``constant`` below 8 elements, ``const constant T& name`` for 0-d inputs and Python scalars),
+        ``device T* name`` per output (``device atomic<T>*`` with ``atomic_outputs``), ``name_shape`` /
+        ``name_strides`` / ``name_ndim`` and Metal attributes (``thread_position_in_grid``, ...) when the body uses
+        them, and template arguments as a ``template <...>`` instantiated for the call. ``header`` goes before the
+        kernel. ``compile_options={"math_mode": "safe" | "relaxed" | "fast"}`` (default "safe"). Call the result with
+        keyword arguments::
+
+            outs = kernel(inputs=[a], output_shapes=[a.shape], output_dtypes=[a.dtype],
+                          grid=(a.size, 1, 1), threadgroup=(256, 1, 1), template=[("T", jk.float32)])
+
+        ``input_names`` / ``output_names`` may be omitted when calls pass dicts keyed by name (seed 000's form, where
+        ``metal_kernel(name, source)`` also works positionally). Calling needs macOS on Apple silicon; making the
+        kernel and ``kernel.source(...)`` work everywhere.
+        """
+        if isinstance(input_names, str) and output_names is None and source is None:
+            input_names, source = None, input_names  # seed 000: metal_kernel(name, source)
+        refuse_unknown_keywords("metal_kernel", unknown, _FACTORY_KEYWORDS)
+        input_names, output_names = factory_args(name, input_names, output_names, source, header,
+                                                 ensure_row_contiguous)
+        bool_arg(atomic_outputs, "atomic_outputs")
+        if input_names is None or output_names is None:  # else the C++ kernel made right away checks every name
+            _core.validate_metal_kernel_name(name)
+        return MetalKernelFunction(name, input_names, output_names, source, header, ensure_row_contiguous,
+                                   atomic_outputs, _math_mode(compile_options))
 
 
 class MetalKernel:
@@ -212,7 +246,7 @@ class MetalKernel:
     def __init__(self, name: str, source: str, grid: Dim3, threadgroup: Dim3, output_shapes: Mapping[str, Shape],
                  output_dtypes: Mapping[str, DTypeLike], ensure_row_contiguous: bool = True,
                  atomic_outputs: bool = False, header: str = "", init_value: float | None = None,
-                 verbose: bool = False, compile_options: Mapping[str, str] | None = None):
+                 verbose: bool = False, compile_options: MetalCompileOptions | None = None):
         for value, argument in ((output_shapes, "output_shapes"), (output_dtypes, "output_dtypes")):
             if not isinstance(value, dict):
                 raise ArgumentTypeError(argument, f"expected a dict {{output name: value}}, got "

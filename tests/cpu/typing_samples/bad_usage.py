@@ -35,6 +35,14 @@ old = jk.MetalKernel(name="o", source="", grid=(4, 1, 1), threadgroup=(4, 1, 1),
 old(a)  # mistake
 named: list = k(inputs={"a": a}, output_shapes={"b": (4,)}, output_dtypes={"b": jk.float32}, grid=(4, 1, 1), threadgroup=(4, 1, 1))  # mistake
 size: str = jk.float32.itemsize  # mistake
+jk.cuda_kernel(name="k", input_names="a", output_names=["b"], source="")  # mistake
+jk.metal_kernel(name="k", input_names=["a"], output_names="b", source="")  # mistake
+jk.cuda_kernel(name="k", source="", compile_options={"math_mod": "fast"})  # mistake
+jk.cuda_kernel(name="k", source="", compile_options={"max_registers": "64"})  # mistake
+jk.metal_kernel(name="k", source="", compile_options={"math_mode": "fastest"})  # mistake
+rows: str = k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))[0].shape[0]  # mistake
+k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))[0].cpu()  # mistake
+host: list[jk.Array] = m(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))  # mistake
 
 
 def shape_text(x: jk.Array) -> str:

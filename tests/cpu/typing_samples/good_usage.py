@@ -72,6 +72,44 @@ fm = jk.fast.metal_kernel(name="fm", input_names=["x"], output_names=["y"], sour
 f_outs: list[Any] = f(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1),
                       threadgroup=(4, 1, 1))
 
+# Names as any list or tuple of str; every compile option, typed (call_types.CudaCompileOptions).
+names: tuple[str, ...] = ("a",)
+typed = jk.cuda_kernel(name="typed", input_names=names, output_names=list(names), source="",
+                       compile_options={"math_mode": "safe", "line_info": True, "debug": False,
+                                        "defines": {"N": 4, "NAME": "x", "FLAG": None}, "std": "c++20",
+                                        "max_registers": 64, "include_dirs": ["include"],
+                                        "extra_flags": ("--ftz=true",), "checked": True})
+fast_options: jk.CudaCompileOptions = {"math_mode": "fast"}
+program: bytes = jk.compile_cuda("", compile_options=fast_options)
+made = jk.cuda_kernel(name="made", source="", compile_options=jk.CudaCompileOptions(debug=True))
+metal_options: jk.MetalCompileOptions = {"math_mode": "safe"}
+relaxed = jk.metal_kernel(name="r", input_names=("a",), output_names=("b",), source="",
+                          compile_options={"math_mode": "relaxed"})
+
+
+# Outputs follow the inputs: jk.Array for NumPy inputs (its shape a tuple of ints), a framework's own array type
+# for its arrays (anything with __dlpack__: torch.Tensor, jax.Array; a stand-in here), the given outputs= arrays,
+# and NumPy arrays from Metal.
+class FrameworkTensor:
+    def __dlpack__(self, *, stream: Any = None) -> object:
+        return None
+
+
+t = FrameworkTensor()
+on_gpu: list[jk.Array] = k(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1),
+                           threadgroup=(4, 1, 1))
+rows: int = on_gpu[0].shape[0]
+dims: tuple[int, ...] = on_gpu[0].shape
+by_name: dict[str, jk.Array] = k(inputs={"a": a}, output_shapes={"b": (4,)}, output_dtypes={"b": jk.float32},
+                                 grid=(4, 1, 1), threadgroup=(4, 1, 1))
+tensors: list[FrameworkTensor] = k(inputs=[t, t], output_shapes=[(4,)], output_dtypes=[jk.float32],
+                                   grid=(4, 1, 1), threadgroup=(4, 1, 1))
+written: list[np.ndarray] = k(inputs=[a], outputs=[a], grid=(4, 1, 1), threadgroup=(4, 1, 1))
+mixed: list[Any] = k(inputs=[a, 2.0], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1),
+                     threadgroup=(4, 1, 1))
+from_metal: list[np.ndarray] = m(inputs=[a], output_shapes=[(4,)], output_dtypes=[jk.float32], grid=(4, 1, 1),
+                                 threadgroup=(4, 1, 1))
+
 # The extension's types (jitkernel/_core.pyi): dtypes and jk.Array are typed, not Any.
 dt: jk.DType = jk.dtype("float16")
 size: int = jk.float32.itemsize
