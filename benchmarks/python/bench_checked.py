@@ -108,7 +108,10 @@ def call_us(torch, call, calls):
 def measure(torch, rounds, calls):
     rows = {}
     for name, spec in KERNELS.items():
-        graphs = {c: graph_of(torch, make(torch, name, spec, c), calls) for c in (False, True)}
+        # The calls (their arrays) stay alive while their graphs replay: a captured graph holds raw addresses, and
+        # replaying it after torch freed and reused them faulted with an illegal address.
+        captured = {c: make(torch, name, spec, c) for c in (False, True)}
+        graphs = {c: graph_of(torch, captured[c], calls) for c in (False, True)}
         calls_of = {c: make(torch, name, spec, c, eager=True) for c in (False, True)}
         dev = {False: [], True: []}
         host = {False: [], True: []}
