@@ -1,4 +1,4 @@
-# The core library target in one place for its two builds: this repository's CMakeLists.txt, and the
+# The core library target in one place for its two builds: this repository's cpp/CMakeLists.txt, and the
 # CMake package the Python wheel ships (cmake/jitkernelConfig.cmake.in), which compiles the core's
 # sources inside a user's project with the user's compiler.
 #

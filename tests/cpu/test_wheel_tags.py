@@ -34,7 +34,7 @@ def test_the_scripts_exist_parse_and_ci_runs_them():
 
 
 def test_abi3_settings_are_all_on_or_all_off():
-    cmake = read("CMakeLists.txt")
+    cmake = read("cpp", "CMakeLists.txt")  # where the extension is defined (the top-level file adds cpp/)
     module = re.search(r"nanobind_add_module\(_core [^)]*\)", cmake).group(0)
     python = re.search(r"find_package\(Python [^)]*\)", cmake).group(0)
     py_api = scikit_build_setting("wheel.py-api")

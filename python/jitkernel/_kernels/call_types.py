@@ -1,6 +1,7 @@
 """The types of the kernel calls' arguments, for type checkers only.
 
-``cuda_kernel.py``, ``metal_kernel.py`` and ``precompiled.py`` (beside it) import this module under their module-level
+``cuda_kernel.py``, ``metal_kernel.py`` and ``precompiled.py`` (beside it) and the package's ``__init__.py`` (for
+``jk.CudaCompileOptions`` / ``jk.MetalCompileOptions``) import this module under their module-level
 ``TYPE_CHECKING = False`` block (which mypy and pyright read as true), so it is never imported at run time: the
 calls check their arguments themselves (C++), and importing ``typing`` would cost import time for nothing.
 """
@@ -68,6 +69,7 @@ class MetalCompileOptions(TypedDict, total=False):
     """``metal_kernel(compile_options=...)`` / ``MetalKernel``: the math mode only (MLX's option)."""
 
     math_mode: Literal["safe", "relaxed", "fast"]
+
 
 # grid / threadgroup / cluster: three ints (x, y, z); grid counts threads, as in MLX.
 Dim3: TypeAlias = tuple[int, int, int]
