@@ -50,3 +50,27 @@ def test_xla_results_are_poisoned_and_checked(mock_driver, tmp_path):
     """, tmp_path)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
 
+
+def test_two_launches_in_flight_do_not_share_the_report_slot(mock_driver, tmp_path):
+    # The first launch writes a report, then waits for its stream (the mock makes every wait last 300 ms); the
+    # second starts 100 ms later. Sharing the slot, the second's reset would erase the report before the first
+    # read it (both calls then return clean); serialised, the first raises and the second finds a clean slot.
+    proc = run_with_mock(mock_driver, PRELUDE + """
+    call = text_of(jk.int32)  # an integer output: only a report can make a call fail
+    x = np.zeros(4, np.float32)
+    assert execute(call, x, np.zeros(4, np.int32)) is None  # compiled and loaded before the race
+    mock.mock_set_sync_delay_ms(300)
+    mock.mock_set_next_report(struct.pack("<IiiIqqq3I3I", 1, 1, 3, 0, 4096, 0, 4, 0, 0, 0, 7, 0, 0))
+    results = {}
+    first = threading.Thread(target=lambda: results.__setitem__("first", execute(call, x, np.zeros(4, np.int32))))
+    first.start()
+    time.sleep(0.1)
+    results["second"] = execute(call, x, np.zeros(4, np.int32))
+    first.join()
+    raised = [m for m in results.values() if m is not None]
+    assert len(raised) == 1 and "y[4096] out of bounds (extent 4) at body line 3, block (0,0,0) thread (7,0,0)" \\
+        in raised[0], results
+    assert results["second"] is None, results  # the first launch came first and got its own report
+    print("OK")
+    """, tmp_path)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
