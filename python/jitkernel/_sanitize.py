@@ -6,8 +6,8 @@ compiled with line info under ``#line 1 "source"`` (its header under ``#line 1 "
 name the entry point and ``source:<line>``. Report lines (those starting with ``=========``) are rewritten to name
 the kernel and the body (or header) line; the program's own output passes through unchanged. Two location forms
 occur: ``at <entry>+0x1d0 in <dir>/source:3`` (memcheck, initcheck, synccheck, racecheck's hazard lines) and
-``at 0x1d0 in <dir>/source:3:<entry>`` (file:line:function, racecheck's form in some releases). The sanitizer is the one named by
-``JITKERNEL_COMPUTE_SANITIZER``, else the one NVIDIA's ``nvidia-cuda-sanitizer-api`` wheel ships (``pip install
+``at 0x1d0 in <dir>/source:3:<entry>`` (file:line:function, racecheck's form in some releases). The sanitizer is
+the one named by ``JITKERNEL_COMPUTE_SANITIZER``, else the one NVIDIA's ``nvidia-cuda-sanitizer-api`` wheel ships (``pip install
 "jitkernel[sanitize]"``), else the CUDA toolkit's (``CUDA_HOME``, ``CUDA_PATH``, /usr/local/cuda, ``PATH``).
 Child processes are followed (``--target-processes all``) and host backtraces are off (``--show-backtrace device``:
 host backtraces keep the Python frames they walk alive). The exit status is the sanitizer's: 1 when it reported an

@@ -70,7 +70,8 @@ def test_racecheck_reports_name_the_kernel_and_body_lines():
     assert out == RACECHECK_REWRITTEN
     # A file that merely ends in "source" is the user's own, and stays as it was.
     line = "=========     and Read access at 0xd0 in /tmp/mysource:4:race_k_0123456789abcdef\n"
-    assert _sanitize.rewrite(line) == "=========     and Read access at 0xd0 in /tmp/mysource:4:jitkernel kernel 'race_k'\n"
+    assert _sanitize.rewrite(line) == ("=========     and Read access at 0xd0 in /tmp/mysource:4:jitkernel kernel "
+                                       "'race_k'\n")
 
 
 def fake_sanitizer(tmp_path, exit_code=1):

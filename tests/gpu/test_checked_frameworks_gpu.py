@@ -66,7 +66,7 @@ def test_jax_jit_results_are_poisoned_and_checked():
 
 def test_two_torch_threads_on_unordered_streams_get_their_own_reports():
     torch = need("torch")
-    k = kernel(INDEX + "if (i < N) y[i] = x[i + off];\n", inputs=("x", "off"))
+    k = kernel(INDEX + "if (i < N) y[i] = x[i + off[0]];\n", inputs=("x", "off"))
     x = torch.arange(N, dtype=torch.float32, device="cuda")
     torch.cuda.synchronize()  # x is written before the threads' streams read it
     errors = {1: [], 0: []}
@@ -97,7 +97,8 @@ JAX_THREADS = """
     import jax, jax.numpy as jnp, numpy as np, jitkernel as jk
     N, TG = 1000, 128
     k = jk.cuda_kernel(name="ckt", input_names=["x", "off"], output_names=["y"],
-                       source="const int i = blockIdx.x * blockDim.x + threadIdx.x;\\nif (i < N) y[i] = x[i + off];\\n",
+                       source="const int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"
+                              "if (i < N) y[i] = x[i + off[0]];\\n",
                        compile_options={"checked": True})
     def f(off):
         return jax.jit(lambda a: k(inputs=[a, off], output_shapes=[a.shape], output_dtypes=[a.dtype],
