@@ -386,10 +386,10 @@ def kernel_for(text: str):
 
 
 def decoded_options(options):
-    """The compile_options of a decoded kernel text (a graph's, a call record's) for ``cuda_kernel``: ``checked``
-    said explicitly, so that a decoded kernel is checked exactly when the kernel that wrote the text was (the text
-    says ``checked`` only when true) and JITKERNEL_CHECKED in this process does not change it, as it does not in
-    the C++ decoders (the torch op's, XLA's)."""
-    options = dict(options or {})
-    options["checked"] = bool(options.get("checked", False))
-    return options
+    """The compile_options of a decoded kernel text (a graph's, a call record's) for ``cuda_kernel``, such that a
+    decoded kernel is checked exactly when the kernel that wrote the text was (the text says ``checked`` only when
+    true): while JITKERNEL_CHECKED=1 would turn it on, an explicit ``"checked": False`` is added, since the switch
+    must not change a decoded kernel (the C++ decoders, the torch op's and XLA's, never read it)."""
+    if (options and options.get("checked")) or os.environ.get("JITKERNEL_CHECKED") != "1":
+        return options
+    return {**(options or {}), "checked": False}
