@@ -3,11 +3,13 @@
  * Device memory is host memory (allocations, copies and memsets are real, so arrays round-trip); kernels never
  * run. The device reports itself as a compute capability 9.0 GPU. Only what jitkernel resolves is exported.
  * Every module's __device__ globals are one 64-byte block (checked mode's report slot); a test can have the next
- * launch write a report there (mock_set_next_report), as a checked kernel's out-of-bounds access would. */
+ * launch write a report there (mock_set_next_report), as a checked kernel's out-of-bounds access would, and make
+ * each stream synchronisation take a while (mock_set_sync_delay_ms), as waiting for a running kernel does. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -124,7 +126,13 @@ CUresult cuPointerGetAttribute(void* out, int attr, CUdeviceptr p) {
   else return 1;
   return 0;
 }
-CUresult cuStreamSynchronize(void* s) { (void)s; return 0; }
+static volatile int sync_delay_ms;
+void mock_set_sync_delay_ms(int ms) { sync_delay_ms = ms; }
+CUresult cuStreamSynchronize(void* s) {
+  (void)s;
+  if (sync_delay_ms > 0) usleep((useconds_t)sync_delay_ms * 1000);
+  return 0;
+}
 CUresult cuStreamQuery(void* s) { (void)s; return 0; }
 CUresult cuStreamIsCapturing(void* s, int* status) { (void)s; *status = 0; return 0; }
 CUresult cuStreamGetCtx(void* s, void** c) { (void)s; *c = &fake_ctx; return 0; }

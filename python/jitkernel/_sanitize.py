@@ -2,10 +2,12 @@
 compute-sanitizer and says which jitkernel kernel and which line of its body each report is about.
 
 A generated kernel's entry point is ``<name>_<16 hex digits>`` (cpp/jitkernel/codegen/entry_name.cpp) and its body is
-compiled with line info under ``#line 1 "source"``, so the sanitizer's reports name the entry point and
-``source:<line>``. Report lines (those starting with ``=========``) are rewritten to name the kernel and the body
-line; the program's own output passes through unchanged. The sanitizer is the one named by
-``JITKERNEL_COMPUTE_SANITIZER``, else the one NVIDIA's ``nvidia-cuda-sanitizer-api`` wheel ships (``pip install
+compiled with line info under ``#line 1 "source"`` (its header under ``#line 1 "header"``), so the sanitizer's reports
+name the entry point and ``source:<line>``. Report lines (those starting with ``=========``) are rewritten to name
+the kernel and the body (or header) line; the program's own output passes through unchanged. Two location forms
+occur: ``at <entry>+0x1d0 in <dir>/source:3`` (memcheck, initcheck, synccheck, racecheck's hazard lines) and
+``at 0x1d0 in <dir>/source:3:<entry>`` (file:line:function, racecheck's form in some releases). The sanitizer is
+the one named by ``JITKERNEL_COMPUTE_SANITIZER``, else the one NVIDIA's ``nvidia-cuda-sanitizer-api`` wheel ships (``pip install
 "jitkernel[sanitize]"``), else the CUDA toolkit's (``CUDA_HOME``, ``CUDA_PATH``, /usr/local/cuda, ``PATH``).
 Child processes are followed (``--target-processes all``) and host backtraces are off (``--show-backtrace device``:
 host backtraces keep the Python frames they walk alive). The exit status is the sanitizer's: 1 when it reported an
@@ -21,7 +23,9 @@ import sys
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 _ENTRY = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)_([0-9a-f]{16})\b")
-_BODY_LINE = re.compile(r"\bin (?:\S*/)?source:(\d+)")
+# "in <dir>/source:3", optionally followed by ":<entry>" (the file:line:function form).
+_LOCATION = re.compile(r"\bin (?:\S*/)?(source|header):(\d+)(?::([A-Za-z_][A-Za-z0-9_]*)_[0-9a-f]{16}\b)?")
+_PART = {"source": "the kernel body", "header": "the kernel header"}
 _WHEEL_BINARIES = ("cu13/bin/compute-sanitizer", "cu12/bin/compute-sanitizer", "cuda_sanitizer_api/bin/compute-sanitizer")
 
 
@@ -63,8 +67,13 @@ def rewrite(line: str) -> str:
     """A sanitizer report line with jitkernel's entry points and body lines named as the user wrote them."""
     if not line.startswith("========="):
         return line
-    line = _ENTRY.sub(lambda m: f"jitkernel kernel '{m.group(1)}'", line)
-    return _BODY_LINE.sub(lambda m: f"in the kernel body, line {m.group(1)}", line)
+    line = _LOCATION.sub(_location, line)
+    return _ENTRY.sub(lambda m: f"jitkernel kernel '{m.group(1)}'", line)
+
+
+def _location(m: re.Match) -> str:
+    text = f"in {_PART[m.group(1)]}, line {m.group(2)}"
+    return text + (f" of jitkernel kernel '{m.group(3)}'" if m.group(3) else "")
 
 
 def command(sanitizer: str, tool: str, program: list) -> list:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -187,6 +189,34 @@ def test_environment_switch(monkeypatch):
     assert "checked_ptr" not in kernel().source(**CALL)
     monkeypatch.delenv("JITKERNEL_CHECKED")
     assert "checked_ptr" not in kernel().source(**CALL)
+
+
+def test_decoded_kernels_are_checked_as_recorded(monkeypatch):
+    # A kernel made again from its text (a graph's, an exported program's, a call record's) is checked exactly when
+    # the kernel that wrote the text was; JITKERNEL_CHECKED in the decoding process changes nothing.
+    from jitkernel._fleet import record_replay
+    from jitkernel._kernels import cuda_kernel as module
+
+    monkeypatch.setattr(module, "_by_text", weakref.WeakValueDictionary())  # no kernel object to find: decode
+    off, plain, on = kernel({"checked": False}), kernel(), kernel({"checked": True})
+    texts = [off._spec, plain._spec, on._spec]
+    assert texts[0] == texts[1]  # False is the default, which the text leaves out
+    lines = [_core._call_record_line(k, CALL["inputs"], CALL["output_dtypes"], None) for k in (off, on)]
+    monkeypatch.setattr(module, "_by_text", weakref.WeakValueDictionary())
+    monkeypatch.setenv("JITKERNEL_CHECKED", "1")
+    made = [module.kernel_for(text) for text in texts]
+    assert all(k not in (off, plain, on) for k in made)
+    assert ["checked_ptr" in k.source(**CALL) for k in made] == [False, False, True]
+    assert [k._spec for k in made] == texts  # the same texts: the same ops and XLA keys as the writers'
+    assert [record_replay._decode(line)[0]["compile_options"] for line in lines] == [{"checked": False},
+                                                                                     {"checked": True}]
+    # A kernel made under the switch says so in its text (and its pickle), wherever it is decoded.
+    switched = kernel()
+    monkeypatch.delenv("JITKERNEL_CHECKED")
+    assert switched.compile_options == {"checked": True} and "checked_ptr" in switched.source(**CALL)
+    monkeypatch.setattr(module, "_by_text", weakref.WeakValueDictionary())
+    assert "checked_ptr" in module.kernel_for(switched._spec).source(**CALL)
+    assert "checked_ptr" in pickle.loads(pickle.dumps(switched)).source(**CALL)
 
 
 def test_the_option_is_recorded():

@@ -36,6 +36,44 @@ def test_report_lines_name_the_kernel_and_body_line():
                                        "the kernel body, line 12\n")
 
 
+# racecheck's reports, in the forms NVIDIA documents: analysis lines in the memcheck form, the same in the
+# file:line:function form of other releases, and a hazard report (--racecheck-report hazard).
+RACECHECK = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at race_k_0123456789abcdef+0x90 in /tmp/x/source:2
+=========     and Read access at race_k_0123456789abcdef+0xd0 in /tmp/x/source:4 [7936 hazards]
+========= ERROR: Race reported between Write access at 0x90 in source:2:race_k_0123456789abcdef
+=========     and Read access at 0xd0 in /tmp/x/source:4:race_k_0123456789abcdef [7936 hazards]
+=========     and Write access at 0x40 in header:7:race_k_0123456789abcdef [32 hazards]
+========= Error: Potential RAW hazard detected at __shared__ 0x80 in block (0,0,0) :
+=========     Write Thread (32,0,0) at race_k_0123456789abcdef+0x90 in source:2
+=========     Read Thread (0,0,0) at race_k_0123456789abcdef+0xd0 in source:4
+=========     Current Value : 0, Incoming Value : 32
+========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+"""
+
+RACECHECK_REWRITTEN = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at jitkernel kernel 'race_k'+0x90 in the kernel body, line 2
+=========     and Read access at jitkernel kernel 'race_k'+0xd0 in the kernel body, line 4 [7936 hazards]
+========= ERROR: Race reported between Write access at 0x90 in the kernel body, line 2 of jitkernel kernel 'race_k'
+=========     and Read access at 0xd0 in the kernel body, line 4 of jitkernel kernel 'race_k' [7936 hazards]
+=========     and Write access at 0x40 in the kernel header, line 7 of jitkernel kernel 'race_k' [32 hazards]
+========= Error: Potential RAW hazard detected at __shared__ 0x80 in block (0,0,0) :
+=========     Write Thread (32,0,0) at jitkernel kernel 'race_k'+0x90 in the kernel body, line 2
+=========     Read Thread (0,0,0) at jitkernel kernel 'race_k'+0xd0 in the kernel body, line 4
+=========     Current Value : 0, Incoming Value : 32
+========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+"""
+
+
+def test_racecheck_reports_name_the_kernel_and_body_lines():
+    out = "".join(_sanitize.rewrite(line) for line in RACECHECK.splitlines(keepends=True))
+    assert out == RACECHECK_REWRITTEN
+    # A file that merely ends in "source" is the user's own, and stays as it was.
+    line = "=========     and Read access at 0xd0 in /tmp/mysource:4:race_k_0123456789abcdef\n"
+    assert _sanitize.rewrite(line) == ("=========     and Read access at 0xd0 in /tmp/mysource:4:jitkernel kernel "
+                                       "'race_k'\n")
+
+
 def fake_sanitizer(tmp_path, exit_code=1):
     """A stand-in (a Python script: CI's wheel check runs with a PATH of no tools) that records its arguments,
     prints REPORT and runs the command after its eight option words."""

@@ -120,13 +120,4 @@ CudaCompileOptions compile_options_arg(nb::handle options) {
   return o;
 }
 
-// JITKERNEL_CHECKED=1 is read when each kernel is made (tests set it per process or per test).
-CudaCompileOptions kernel_compile_options_arg(nb::handle options) {
-  CudaCompileOptions o = compile_options_arg(options);
-  const bool given = PyDict_Check(options.ptr()) && PyDict_GetItemString(options.ptr(), "checked") != nullptr;
-  const char* env = std::getenv("JITKERNEL_CHECKED");
-  if (!given && env != nullptr && std::string(env) == "1") o.checked = true;
-  return o;
-}
-
 }  // namespace jk::py

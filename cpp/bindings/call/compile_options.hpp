@@ -12,8 +12,4 @@ namespace jk::py {
 // then checked (cuda/nvrtc/compile_options.hpp) before any compile.
 CudaCompileOptions compile_options_arg(nb::handle options);
 
-// cuda_kernel's: compile_options_arg, with `checked` turned on when the
-// environment has JITKERNEL_CHECKED=1 and the dict does not say `checked`.
-CudaCompileOptions kernel_compile_options_arg(nb::handle options);
-
 }  // namespace jk::py

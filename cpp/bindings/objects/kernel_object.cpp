@@ -177,7 +177,8 @@ void init_kernel(nb::pointer_and_handle<PyKernel> target, const std::string& bac
   const KernelKind kind = kind_arg(backend);
   KernelSpec spec;
   if (kind == KernelKind::Cuda) {
-    spec.cuda_options = kernel_compile_options_arg(compile_options);  // checked even without names
+    // checked even without names; cuda_kernel applied JITKERNEL_CHECKED to the options once, when it was made
+    spec.cuda_options = compile_options_arg(compile_options);
     spec.shared_memory = shared_memory;
   } else {
     spec.atomic_outputs = atomic_outputs;

@@ -100,7 +100,7 @@ std::string encode_kernel_py(const std::string& name, nb::handle input_names, nb
   k.spec.header = header;
   k.spec.ensure_row_contiguous = ensure_row_contiguous;
   k.spec.shared_memory = shared_memory;
-  k.spec.cuda_options = kernel_compile_options_arg(compile_options);
+  k.spec.cuda_options = compile_options_arg(compile_options);  // cuda_kernel applied JITKERNEL_CHECKED to them
   if (!backward.is_none()) k.backward = nb::cast<std::string>(backward);
   return encode_kernel(k);
 }

@@ -6,6 +6,7 @@
 // (checked_launch.hpp), a debug mode that waits for each launch.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "jitkernel/codegen/cuda_signature.hpp"
@@ -180,7 +181,9 @@ class CudaBackend final : public Backend {
     pack_params(kernel, prepared, pack);
     const auto function = static_cast<CUfunction>(compiled.handle);
     std::vector<const ArrayView*> poisoned;
+    std::optional<CheckedLaunchLock> serial;  // until the launch's report is read
     if (kernel.options.checked) {
+      serial.emplace(function);
       poisoned = poisoned_outputs(call, prepared);
       checked_before_launch(function, prepared, poisoned);
     }

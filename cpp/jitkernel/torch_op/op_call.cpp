@@ -151,6 +151,7 @@ KernelCall& OpCall::prepare(const OpArguments& args) {
     }
   }
   call.provided_outputs.clear();
+  call.outputs_allocated = false;  // whoever allocates the outputs says so
   return call;
 }
 

@@ -171,6 +171,7 @@ void run_op(StableIValue* stack, std::uint64_t num_args) {
         made.emplace_back(a, t);
         call.provided_outputs.push_back(view_of(a, t, "outputs", j));
       }
+      call.outputs_allocated = true;  // new tensors: checked mode poisons them
     }
     void* stream = nullptr;
     check(a.current_cuda_stream(device < 0 ? 0 : device, &stream), "reading torch's current stream");

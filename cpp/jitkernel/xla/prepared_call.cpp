@@ -162,6 +162,18 @@ void PreparedCall::check_frame(const abi::CallFrame& frame) const {
   }
 }
 
+// Whether a non-empty result buffer of the frame is also one of its operands (input_output_aliases): XLA
+// allocates results apart from the operands of the same call otherwise.
+bool PreparedCall::aliases_an_operand(const abi::CallFrame& frame) const {
+  for (std::int64_t j = 0; j < frame.rets.size; ++j) {
+    const auto* out = static_cast<const abi::Buffer*>(frame.rets.rets[j]);
+    if (template_.provided_outputs[static_cast<std::size_t>(j)].nbytes() == 0) continue;
+    for (std::int64_t a = 0; a < frame.args.size; ++a)
+      if (static_cast<const abi::Buffer*>(frame.args.args[a])->data == out->data) return true;
+  }
+  return false;
+}
+
 bool PreparedCall::ready(int device) const {
   return device >= 0 && device < kPlanDevices && ready_[device].load(std::memory_order_acquire);
 }
@@ -210,6 +222,8 @@ void PreparedCall::launch(const abi::CallFrame& frame, int device, std::uintptr_
     call.provided_outputs[j].device = device;
   }
   call.launch.stream = stream;
+  // A checked kernel's results are poisoned unless one is an operand's buffer (outputs= aliases).
+  if (recorded_kernel_.spec.cuda_options.checked) call.outputs_allocated = !aliases_an_operand(frame);
   target_->launch(call, target_->scalars());  // the outputs are XLA's
 }
 

@@ -46,6 +46,7 @@ class PreparedCall {
 
  private:
   void check_frame(const abi::CallFrame& frame) const;
+  bool aliases_an_operand(const abi::CallFrame& frame) const;
 
   const std::string text_;
   const RecordedKernel recorded_kernel_;

@@ -18,7 +18,7 @@ import stat
 from .. import _core
 from .._dtypes import numpy_dtype
 from .._errors import ArgumentError, ArgumentTypeError, RecordError
-from .._kernels.cuda_kernel import cuda_kernel
+from .._kernels.cuda_kernel import cuda_kernel, decoded_options
 from .placeholders import placeholder
 
 MAX_LINE_BYTES = 64 << 20  # a kernel's source and header are in its line
@@ -43,6 +43,7 @@ def _decode(text: str):
     if kernel.get("backend") == "precompiled":
         return None  # a precompiled_cuda_kernel entry point: its binary is compiled already
     del kernel["backward"]
+    kernel["compile_options"] = decoded_options(kernel["compile_options"])  # checked as recorded
     inputs = [_placeholder(entry, i) for i, entry in enumerate(call["inputs"])]
     dtypes = [dtype for dtype, _ in call["outputs"]]
     kernel["input_names"], kernel["output_names"] = list(call["input_names"]), list(call["output_names"])

@@ -13,6 +13,7 @@ or makes it again in a new process. The torch ops of compiled graphs carry kerne
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -132,6 +133,7 @@ class CudaKernel(KernelFront, _core.KernelBase):
         # With both name lists known the C++ kernel is made (and the names validated) right away, and list-form
         # and dict-form calls go straight to it; without them each call's dicts name the arguments (_call_general).
         named = input_names is not None and output_names is not None
+        compile_options = _with_checked_switch(compile_options)
         super().__init__("cuda", name, list(input_names) if named else None, list(output_names) if named else None,
                          source, header, ensure_row_contiguous, shared_memory, compile_options)
         self._store(name, input_names, output_names, source, header, ensure_row_contiguous)
@@ -269,6 +271,17 @@ def _copy_options(options):
             for k, v in options.items()}
 
 
+def _with_checked_switch(options):
+    """``options`` with ``JITKERNEL_CHECKED=1`` applied once, as the kernel is made: ``"checked": True`` written
+    into the options when they do not say ``checked``, so that the kernel's text, its engines made later and its
+    pickle all say what it is, whatever the environment is by then."""
+    if os.environ.get("JITKERNEL_CHECKED") != "1" or (isinstance(options, dict) and "checked" in options):
+        return options
+    if options is not None and not isinstance(options, dict):
+        return options  # the core names the wrong type
+    return {**(options or {}), "checked": True}
+
+
 def _rebuild_kernel(name, input_names, output_names, source, header, ensure_row_contiguous, shared_memory,
                     compile_options, backward):
     """A pickled CudaKernel made again (CudaKernel.__reduce__)."""
@@ -368,4 +381,15 @@ def kernel_for(text: str):
         return kernel
     args = _core.decode_kernel(text, "kernel")
     del args["backward"]
+    args["compile_options"] = decoded_options(args["compile_options"])
     return cuda_kernel(**args)
+
+
+def decoded_options(options):
+    """The compile_options of a decoded kernel text (a graph's, a call record's) for ``cuda_kernel``, such that a
+    decoded kernel is checked exactly when the kernel that wrote the text was (the text says ``checked`` only when
+    true): while JITKERNEL_CHECKED=1 would turn it on, an explicit ``"checked": False`` is added, since the switch
+    must not change a decoded kernel (the C++ decoders, the torch op's and XLA's, never read it)."""
+    if (options and options.get("checked")) or os.environ.get("JITKERNEL_CHECKED") != "1":
+        return options
+    return {**(options or {}), "checked": False}

@@ -1,14 +1,17 @@
 // Checked mode's host side (see checked_launch.hpp): the report slot's
 // address per function, its reset and read-back, the poison fill and scan,
-// and the kernels captured into CUDA graphs, whose slots are read later.
+// the kernels captured into CUDA graphs, whose slots are read later, and the
+// lock per kernel that keeps two launches from sharing a slot.
 #include "jitkernel/cuda/launch/checked_launch.hpp"
 
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "jitkernel/core/blocking.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
 #include "jitkernel/cuda/memory/memory.hpp"
@@ -53,6 +56,14 @@ std::unordered_map<CUfunction, CUdeviceptr>& slots() {
 std::unordered_map<CUfunction, Pending>& captured() {
   static auto* m = new std::unordered_map<CUfunction, Pending>;
   return *m;
+}
+// One per checked kernel loaded, for the process (like the slots: modules stay loaded).
+std::mutex& launch_mutex(CUfunction function) {
+  static auto* m = new std::unordered_map<CUfunction, std::unique_ptr<std::mutex>>;
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  std::unique_ptr<std::mutex>& found = (*m)[function];
+  if (!found) found = std::make_unique<std::mutex>();
+  return *found;
 }
 
 CUdeviceptr slot_of(CUfunction function) {
@@ -188,6 +199,18 @@ void check_unwritten(const KernelSpec& spec, const PreparedCall& prepared,
 
 bool poison_is_checked(DType dtype) { return poison_unit(dtype) != 1; }
 
+// Waiting happens inside a BlockingSection holding nothing (the rule of core/blocking.hpp); the lock is then
+// taken again with the runtime back, which no thread holding the runtime can be waiting for.
+CheckedLaunchLock::CheckedLaunchLock(CUfunction function) : lock_(launch_mutex(function), std::try_to_lock) {
+  while (!lock_.owns_lock()) {
+    {
+      BlockingSection waiting;
+      std::lock_guard<std::mutex> until_free(*lock_.mutex());
+    }
+    lock_.try_lock();
+  }
+}
+
 void checked_before_launch(CUfunction function, const PreparedCall& prepared,
                            const std::vector<const ArrayView*>& poisoned) {
   const CUdeviceptr slot = slot_of(function);
@@ -223,15 +246,18 @@ void checked_after_launch(CUfunction function, const KernelSpec& spec, const Pre
 }
 
 void raise_pending_checks(int device) {
-  std::vector<Pending> due;
+  std::vector<std::pair<CUfunction, Pending>> due;
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
     for (const auto& [function, p] : captured())
-      if (p.device == device) due.push_back(p);
+      if (p.device == device) due.emplace_back(function, p);
   }
   if (due.empty()) return;
   DeviceGuard guard(device);
-  for (const Pending& p : due) read_slot(p, nullptr);  // the first report raises; the device is idle
+  for (const auto& [function, p] : due) {  // the first report raises; the device is idle
+    CheckedLaunchLock serial(function);  // not while a launch of it is between its reset and its read-back
+    read_slot(p, nullptr);
+  }
 }
 
 }  // namespace jk::cuda

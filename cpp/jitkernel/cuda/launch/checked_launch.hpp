@@ -7,10 +7,13 @@
 // CUDA graph cannot be waited on: the kernel is then registered as captured,
 // and its slot is read (after waiting for the device) by each later launch
 // of it outside a capture and by raise_pending_checks (jk.synchronize), since
-// any replay of the graph may have written it.
+// any replay of the graph may have written it. The launches of one checked
+// kernel are serialised in the process (CheckedLaunchLock), so that two of
+// them never share the slot at once.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "jitkernel/cuda/driver/driver_api.hpp"
@@ -31,6 +34,22 @@ inline constexpr std::uint8_t kPoison8 = 0xA5;
 // poison: floating-point and complex outputs only (any integer value may be a
 // real result, so integer outputs are poisoned but not checked).
 bool poison_is_checked(DType dtype);
+
+// Held by a checked launch of `function` from before its slot is reset until
+// its report has been read (or, under capture, until it is enqueued): the
+// slot is the module's, one per kernel and device, so a second launch in
+// flight (another thread, another stream, XLA's threads) would reset it or
+// read it for the other. A thread that finds it taken waits with the
+// embedding runtime stepped aside (the GIL released, core/blocking.hpp).
+class CheckedLaunchLock {
+ public:
+  explicit CheckedLaunchLock(CUfunction function);
+  CheckedLaunchLock(const CheckedLaunchLock&) = delete;
+  CheckedLaunchLock& operator=(const CheckedLaunchLock&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
 
 // Before the launch (the device's context current): when `function` was
 // captured and `prepared.stream` is not capturing, waits for the device and
