@@ -209,15 +209,31 @@ def test_key_buckets(fresh_cache):
     assert sorted(json.loads(k)[0][0] for k in tuned.decisions) == [1024, 1024, 2048]
 
 
-HOSTILE = [b"", b"jitkernel-tune 1\n", b"jitkernel-tune 1\n" + b"[" * 100000, b"jitkernel-tune 1\n[]",
-           b"jitkernel-tune 1\n{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], \"chosen\": 5}",
-           b"jitkernel-tune 1\n{\"configs\": [1], \"times_ms\": [NaN], \"errors\": [null], \"chosen\": 0}",
-           b"jitkernel-tune 1\n\xff\xfe", b"\x7fELF" + bytes(200), b"jitkernel-tune 1\n" + b" " * (2 << 20)]
+ONE = tune_decisions.space_digest([1])
+HEAD = b"jitkernel-tune 2\n0 " + ONE.encode() + b"\n"
+HOSTILE = [b"", b"jitkernel-tune 2\n", HEAD + b"[" * 100000, HEAD + b"[]", b"jitkernel-tune 1\n0 " + ONE.encode(),
+           HEAD + b"{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], \"chosen\": 5}",
+           HEAD + b"{\"configs\": [1], \"times_ms\": [NaN], \"errors\": [null], \"chosen\": 0}",
+           b"jitkernel-tune 2\n1 " + ONE.encode() + b"\n{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], "
+           b"\"chosen\": 0, \"kernel\": \"k\", \"device\": \"d\", \"arch\": \"a\", \"key\": \"b\"}",
+           b"jitkernel-tune 2\n" + b"0" * 200 + b" " + ONE.encode() + b"\n{}", b"jitkernel-tune 2\n-0 " + ONE.encode(),
+           HEAD + b"\xff\xfe", b"\x7fELF" + bytes(200), HEAD + b" " * (2 << 20)]
 
 
 @pytest.mark.parametrize("payload", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_payloads_are_not_decisions(payload):
     assert tune_decisions.decode(payload) is None
+    chosen = tune_decisions.chosen_of(payload, ONE, 1)  # the warm path reads only the head line
+    assert chosen is None or (chosen == 0 and payload.startswith(HEAD))
+
+
+def test_head_line_is_what_a_call_reads():
+    space = [c.to_json() for c in configs()]
+    payload = tune_decisions.encode("k", GPU, space, "[1]", [1.0, None, 0.5], [None, "x", None], 2)
+    digest = tune_decisions.space_digest(space)
+    assert tune_decisions.chosen_of(payload, digest, 3) == 2 == tune_decisions.decode(payload)["chosen"]
+    assert tune_decisions.chosen_of(payload, digest, 2) is None  # an index the space does not have
+    assert tune_decisions.chosen_of(payload, tune_decisions.space_digest(space[:2]), 3) is None  # another space
 
 
 def test_round_trip_and_damaged_decision_is_tuned_again(fresh_cache):
@@ -228,7 +244,7 @@ def test_round_trip_and_damaged_decision_is_tuned_again(fresh_cache):
     tuned = jk.autotune(make_kernel(), configs=configs(), grid=grid)
     tuned.tune(inputs=[X], **CALL)
     (bucket,) = tuned.decisions
-    key = tune_decisions.decision_key(GPU, tuned.kernel._spec, tuned._space, tuned._code, bucket)
+    key = tune_decisions.decision_key(tuned._static, tune_decisions.identity_text(GPU), bucket)
     foreign = tune_decisions.encode("k", GPU, [c.to_json() for c in configs((32, 64, 96))], bucket, [1.0] * 3,
                                     [None] * 3, 0)
     for junk in (b"jitkernel-tune 1\n{", foreign):  # damaged; valid but for another space
@@ -366,3 +382,14 @@ def test_real_timing_path_with_the_mock_driver(mock_driver, tmp_path):
     assert result["times"][2] is None and "threadgroup" in result["errors"][2], result  # 4096 threads: refused
     assert result["stats"] == {"tuned": 1, "loaded": 0, "candidates_timed": 2}
     assert result["again"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}
+
+
+@pytest.mark.parametrize("value", [[[(1000,), (4, 5), None], ["float32", "int64"], None], [[], [()]], [1, "a_b"],
+                                   [-3, 0, (1, (2, (3,)))], ["float"]])
+def test_plain_bucket_text_is_json(value):
+    assert tune_call._plain_json(value) == json.dumps(value, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("value", [[1.5], ["a b"], ["é"], [True], [{"a": 1}], ['q"']])
+def test_other_buckets_go_through_json(value):
+    assert tune_call._plain_json(value) is None
