@@ -260,7 +260,9 @@ def test_decisions_travel_in_bundles(fresh_cache, tmp_path, monkeypatch):
     timer = fake([3.0, 1.0, 2.0])
     jk.autotune(make_kernel(), configs=configs(), grid=grid).tune(inputs=[X], **CALL)
     report = jk.export_cache(tmp_path / "decisions.jkbundle")
-    assert report.entries >= 1
+    assert (report.entries, report.aliases, report.decisions) == (0, 0, 1)  # nothing was compiled (fake timing)
+    bundle = _core._CacheBundle(str(tmp_path / "decisions.jkbundle"), 1 << 30)
+    assert [name[64:] for name, _, _ in bundle.members()] == [".jkt"]
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "fleet"))
     _core._cache_reset()
     jk.import_cache(tmp_path / "decisions.jkbundle")
@@ -269,11 +271,40 @@ def test_decisions_travel_in_bundles(fresh_cache, tmp_path, monkeypatch):
     assert len(timer.calls) == 1 and tuned.stats["loaded"] == 1
     # ... and from a read-only tier made from the bundle.
     jk.import_cache(tmp_path / "decisions.jkbundle", into=tmp_path / "tier")
+    assert [p.suffix for p in (tmp_path / "tier" / "kernels").iterdir()] == [".jkt"]
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "empty"))
     monkeypatch.setenv("JITKERNEL_CACHE_READONLY_DIRS", str(tmp_path / "tier"))
     _core._cache_reset()
     assert jk.autotune(make_kernel(), configs=configs(), grid=grid).tune(inputs=[X], **CALL) == configs()[1]
     assert len(timer.calls) == 1
+
+
+def test_decisions_are_their_own_entry_kind(fresh_cache):
+    """A decision is "<key>.jkt": not a compiled kernel (cache info, hits and misses do not count it), listed by
+    name (a binary entry with a decision's bytes is not listed), claimed apart from a compile of the same digest."""
+    fake([3.0, 1.0, 2.0])
+    before = jk.cache_info()
+    tuned = jk.autotune(make_kernel(), configs=configs(), grid=grid)
+    tuned.tune(inputs=[X], **CALL)
+    (bucket,) = tuned.decisions
+    key = tune_decisions.decision_key(tuned._static, tune_decisions.identity_text(GPU), bucket)
+    assert sorted(p.name for p in (fresh_cache / "kernels").iterdir()) == [key + ".jkt"]
+    after = jk.cache_info()
+    assert after.entries == 0 and (after.hits, after.misses, after.stores) == (before.hits, before.misses, before.stores)
+    folder = _core._CacheFolder(str(fresh_cache))
+    entry = folder.read(key + ".jkt", 1 << 21)
+    assert _core._decision_load(key) is not None and _core._cache_entry_key(key + ".jkt") == key
+    _core._cache_store_entry(key + ".jkc", entry)  # the same bytes as a binary: never read as a decision
+    assert jk.cache_info().entries == 1 and len(tune_decisions.listing()) == 1
+    # Claims: a decision's claim is "<key>.jkt.claim", a compile's "<key>.claim".
+    other = "ab" * 32
+    payload, claim = _core._decision_load_or_claim(other)
+    try:
+        assert payload is None and claim.held
+        assert [p.name for p in (fresh_cache / "claims").iterdir()] == [other + ".jkt.claim"]
+    finally:
+        claim.release()
+    assert not list((fresh_cache / "claims").iterdir())
 
 
 # --- never tuning while captured or traced -------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Autotuning decisions on disk: which configuration won for a (GPU, kernel and configuration space, key bucket),
 and how long each candidate took.
 
-A decision is a compile cache entry (cpp/bindings/services/autotune.cpp) under its own key: the SHA-256 of the
+A decision is a compile cache entry of its own kind ("<key>.jkt": cpp/bindings/services/autotune.cpp; not a
+compiled kernel to ``cache info``) under its own key: the SHA-256 of the
 tuned object's static part (a domain tag, the kernel's serialised spec, the configuration space, the grid,
 threadgroup and key functions' code: ``static_key``, hashed once per object), the GPU's name and architecture,
 and the key bucket. Being an entry, it gets everything entries have: the private folder's checks, checksums,
@@ -33,6 +34,7 @@ MAX_BYTES = 1 << 20  # a space of MAX_CONFIGS candidates with their errors fits 
 MAX_ERROR_CHARS = 500  # of each failed candidate's message, as stored
 _MAX_HEAD = 80  # bytes of the head line: "<chosen> <64 hex digits>"
 _DOMAIN = "jitkernel autotuning decision 2"
+DECISION_SUFFIX = ".jkt"  # the entry file kind of decisions (cpp/jitkernel/cache/store.hpp's EntryKind::Decision)
 
 
 def _canonical(value) -> str:
@@ -152,7 +154,7 @@ def store(key: str, payload: bytes) -> None:
 def listing() -> list:
     """Every valid decision in the compile cache folder and its read-only tiers: dicts with ``kernel``,
     ``device``, ``arch``, ``key``, ``configs``, ``times_ms``, ``errors``, ``chosen``, ``tuned_at`` and ``where``
-    (the folder). Entries larger than a decision can be are not read (compiled kernels)."""
+    (the folder). Only decision entries ("<key>.jkt") are read, none larger than a decision can be."""
     info = cache_info()
     folders = ([info.path] if info.enabled else []) + [t.path for t in info.readonly if t.used]
     found = []
@@ -162,7 +164,7 @@ def listing() -> list:
         if folder.problem:
             continue
         for name, size in folder.entries():
-            if size > limit:
+            if size > limit or not name.endswith(DECISION_SUFFIX):
                 continue
             data = folder.read(name, limit)
             if data is None:
