@@ -179,8 +179,9 @@ def bundle(action: str, args) -> int:
     try:
         if action == "export":
             r = jk.export_cache(args.file, keys=args.keys, directory=args.source)
-            print(f"exported {r.entries} entr{'y' if r.entries == 1 else 'ies'} and {r.aliases} serving "
-                  f"alias{'' if r.aliases == 1 else 'es'} ({_size(r.bytes)}) to {r.path}")
+            print(f"exported {r.entries} entr{'y' if r.entries == 1 else 'ies'}, {r.aliases} serving "
+                  f"alias{'' if r.aliases == 1 else 'es'} and {r.decisions} autotuning decision"
+                  f"{'' if r.decisions == 1 else 's'} ({_size(r.bytes)}) to {r.path}")
             return 0
         r = jk.import_cache(args.file, into=args.into)
     except jk.JitKernelError as e:

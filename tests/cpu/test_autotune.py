@@ -209,15 +209,31 @@ def test_key_buckets(fresh_cache):
     assert sorted(json.loads(k)[0][0] for k in tuned.decisions) == [1024, 1024, 2048]
 
 
-HOSTILE = [b"", b"jitkernel-tune 1\n", b"jitkernel-tune 1\n" + b"[" * 100000, b"jitkernel-tune 1\n[]",
-           b"jitkernel-tune 1\n{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], \"chosen\": 5}",
-           b"jitkernel-tune 1\n{\"configs\": [1], \"times_ms\": [NaN], \"errors\": [null], \"chosen\": 0}",
-           b"jitkernel-tune 1\n\xff\xfe", b"\x7fELF" + bytes(200), b"jitkernel-tune 1\n" + b" " * (2 << 20)]
+ONE = tune_decisions.space_digest([1])
+HEAD = b"jitkernel-tune 2\n0 " + ONE.encode() + b"\n"
+HOSTILE = [b"", b"jitkernel-tune 2\n", HEAD + b"[" * 100000, HEAD + b"[]", b"jitkernel-tune 1\n0 " + ONE.encode(),
+           HEAD + b"{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], \"chosen\": 5}",
+           HEAD + b"{\"configs\": [1], \"times_ms\": [NaN], \"errors\": [null], \"chosen\": 0}",
+           b"jitkernel-tune 2\n1 " + ONE.encode() + b"\n{\"configs\": [1], \"times_ms\": [1], \"errors\": [null], "
+           b"\"chosen\": 0, \"kernel\": \"k\", \"device\": \"d\", \"arch\": \"a\", \"key\": \"b\"}",
+           b"jitkernel-tune 2\n" + b"0" * 200 + b" " + ONE.encode() + b"\n{}", b"jitkernel-tune 2\n-0 " + ONE.encode(),
+           HEAD + b"\xff\xfe", b"\x7fELF" + bytes(200), HEAD + b" " * (2 << 20)]
 
 
 @pytest.mark.parametrize("payload", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_payloads_are_not_decisions(payload):
     assert tune_decisions.decode(payload) is None
+    chosen = tune_decisions.chosen_of(payload, ONE, 1)  # the warm path reads only the head line
+    assert chosen is None or (chosen == 0 and payload.startswith(HEAD))
+
+
+def test_head_line_is_what_a_call_reads():
+    space = [c.to_json() for c in configs()]
+    payload = tune_decisions.encode("k", GPU, space, "[1]", [1.0, None, 0.5], [None, "x", None], 2)
+    digest = tune_decisions.space_digest(space)
+    assert tune_decisions.chosen_of(payload, digest, 3) == 2 == tune_decisions.decode(payload)["chosen"]
+    assert tune_decisions.chosen_of(payload, digest, 2) is None  # an index the space does not have
+    assert tune_decisions.chosen_of(payload, tune_decisions.space_digest(space[:2]), 3) is None  # another space
 
 
 def test_round_trip_and_damaged_decision_is_tuned_again(fresh_cache):
@@ -228,7 +244,7 @@ def test_round_trip_and_damaged_decision_is_tuned_again(fresh_cache):
     tuned = jk.autotune(make_kernel(), configs=configs(), grid=grid)
     tuned.tune(inputs=[X], **CALL)
     (bucket,) = tuned.decisions
-    key = tune_decisions.decision_key(GPU, tuned.kernel._spec, tuned._space, tuned._code, bucket)
+    key = tune_decisions.decision_key(tuned._static, tune_decisions.identity_text(GPU), bucket)
     foreign = tune_decisions.encode("k", GPU, [c.to_json() for c in configs((32, 64, 96))], bucket, [1.0] * 3,
                                     [None] * 3, 0)
     for junk in (b"jitkernel-tune 1\n{", foreign):  # damaged; valid but for another space
@@ -244,7 +260,9 @@ def test_decisions_travel_in_bundles(fresh_cache, tmp_path, monkeypatch):
     timer = fake([3.0, 1.0, 2.0])
     jk.autotune(make_kernel(), configs=configs(), grid=grid).tune(inputs=[X], **CALL)
     report = jk.export_cache(tmp_path / "decisions.jkbundle")
-    assert report.entries >= 1
+    assert (report.entries, report.aliases, report.decisions) == (0, 0, 1)  # nothing was compiled (fake timing)
+    bundle = _core._CacheBundle(str(tmp_path / "decisions.jkbundle"), 1 << 30)
+    assert [name[64:] for name, _, _ in bundle.members()] == [".jkt"]
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "fleet"))
     _core._cache_reset()
     jk.import_cache(tmp_path / "decisions.jkbundle")
@@ -253,11 +271,40 @@ def test_decisions_travel_in_bundles(fresh_cache, tmp_path, monkeypatch):
     assert len(timer.calls) == 1 and tuned.stats["loaded"] == 1
     # ... and from a read-only tier made from the bundle.
     jk.import_cache(tmp_path / "decisions.jkbundle", into=tmp_path / "tier")
+    assert [p.suffix for p in (tmp_path / "tier" / "kernels").iterdir()] == [".jkt"]
     monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "empty"))
     monkeypatch.setenv("JITKERNEL_CACHE_READONLY_DIRS", str(tmp_path / "tier"))
     _core._cache_reset()
     assert jk.autotune(make_kernel(), configs=configs(), grid=grid).tune(inputs=[X], **CALL) == configs()[1]
     assert len(timer.calls) == 1
+
+
+def test_decisions_are_their_own_entry_kind(fresh_cache):
+    """A decision is "<key>.jkt": not a compiled kernel (cache info, hits and misses do not count it), listed by
+    name (a binary entry with a decision's bytes is not listed), claimed apart from a compile of the same digest."""
+    fake([3.0, 1.0, 2.0])
+    before = jk.cache_info()
+    tuned = jk.autotune(make_kernel(), configs=configs(), grid=grid)
+    tuned.tune(inputs=[X], **CALL)
+    (bucket,) = tuned.decisions
+    key = tune_decisions.decision_key(tuned._static, tune_decisions.identity_text(GPU), bucket)
+    assert sorted(p.name for p in (fresh_cache / "kernels").iterdir()) == [key + ".jkt"]
+    after = jk.cache_info()
+    assert after.entries == 0 and (after.hits, after.misses, after.stores) == (before.hits, before.misses, before.stores)
+    folder = _core._CacheFolder(str(fresh_cache))
+    entry = folder.read(key + ".jkt", 1 << 21)
+    assert _core._decision_load(key) is not None and _core._cache_entry_key(key + ".jkt") == key
+    _core._cache_store_entry(key + ".jkc", entry)  # the same bytes as a binary: never read as a decision
+    assert jk.cache_info().entries == 1 and len(tune_decisions.listing()) == 1
+    # Claims: a decision's claim is "<key>.jkt.claim", a compile's "<key>.claim".
+    other = "ab" * 32
+    payload, claim = _core._decision_load_or_claim(other)
+    try:
+        assert payload is None and claim.held
+        assert [p.name for p in (fresh_cache / "claims").iterdir()] == [other + ".jkt.claim"]
+    finally:
+        claim.release()
+    assert not list((fresh_cache / "claims").iterdir())
 
 
 # --- never tuning while captured or traced -------------------------------------------------------------------------
@@ -366,3 +413,14 @@ def test_real_timing_path_with_the_mock_driver(mock_driver, tmp_path):
     assert result["times"][2] is None and "threadgroup" in result["errors"][2], result  # 4096 threads: refused
     assert result["stats"] == {"tuned": 1, "loaded": 0, "candidates_timed": 2}
     assert result["again"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}
+
+
+@pytest.mark.parametrize("value", [[[(1000,), (4, 5), None], ["float32", "int64"], None], [[], [()]], [1, "a_b"],
+                                   [-3, 0, (1, (2, (3,)))], ["float"]])
+def test_plain_bucket_text_is_json(value):
+    assert tune_call._plain_json(value) == json.dumps(value, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("value", [[1.5], ["a b"], ["é"], [True], [{"a": 1}], ['q"']])
+def test_other_buckets_go_through_json(value):
+    assert tune_call._plain_json(value) is None

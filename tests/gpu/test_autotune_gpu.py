@@ -131,6 +131,9 @@ def test_second_process_reads_the_decision(tmp_path):
     out = subprocess.run([sys.executable, "-m", "jitkernel", "cache", "tuned"], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert "tuned_plus_one" in out and "* 1: SLOW_US=0" in out
+    # The decision is an entry of its own kind: one .jkt beside the candidates' binaries (.jkc) and aliases.
+    kinds = sorted(p.suffix for p in (tmp_path / "shared" / "kernels").iterdir())
+    assert kinds.count(".jkt") == 1 and ".jkc" in kinds
 
 
 def test_torch_compile_uses_the_stored_decision():

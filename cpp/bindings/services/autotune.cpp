@@ -1,10 +1,12 @@
 // What autotuning (python/jitkernel/_fleet/autotune.py) needs of the core:
 // CUDA event timing on a stream and the graph-capture query
 // (cuda/driver/event_timer.hpp), and its decisions kept in the compile cache
-// as entries (their own key domain): loaded from the folder or a read-only
-// tier with the cache's checks, stored with its atomic store, and claimed
-// across processes like a compile (cache/claims.hpp), so that one process
-// tunes a key while the others wait and then read its decision.
+// as entries of their own kind ("<key>.jkt", store.hpp's EntryKind::Decision:
+// not counted as compiled kernels, carried by bundles and tiers): loaded from
+// the folder or a read-only tier with the cache's checks, stored with its
+// atomic store, and claimed across processes like a compile (with claims of
+// their own, cache/claims.hpp), so that one process tunes a key while the
+// others wait and then read its decision.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -73,7 +75,7 @@ void bind_decisions(nb::module_& m) {
         std::optional<std::string> payload;
         {
           nb::gil_scoped_release unlocked;
-          payload = cache::load(key);
+          payload = cache::load(key, cache::EntryKind::Decision);
         }
         return as_bytes(payload);
       },
@@ -86,7 +88,7 @@ void bind_decisions(nb::module_& m) {
         std::optional<std::string> payload;
         {
           nb::gil_scoped_release unlocked;  // may wait for another process's tuning
-          payload = cache::load_or_claim(key, *claim.claim);
+          payload = cache::load_or_claim(key, *claim.claim, cache::EntryKind::Decision);
         }
         nb::object found = payload ? nb::object(nb::bytes(payload->data(), payload->size())) : nb::none();
         return nb::make_tuple(found, nb::cast(std::move(claim), nb::rv_policy::move));
@@ -99,7 +101,7 @@ void bind_decisions(nb::module_& m) {
         const cache::Digest key = key_arg(key_hex);
         const std::string_view data(payload.c_str(), payload.size());
         nb::gil_scoped_release unlocked;  // `payload` stays referenced by the caller meanwhile
-        cache::store(key, data);
+        cache::store(key, data, cache::EntryKind::Decision);
       },
       "key"_a, "payload"_a, "Stores a decision under the key through the cache's atomic store.");
 }

@@ -54,7 +54,7 @@ std::string_view view(const nb::bytes& data) { return {data.c_str(), data.size()
 std::pair<cache::Digest, cache::EntryKind> entry_name_arg(const std::string& name) {
   std::pair<cache::Digest, cache::EntryKind> out{};
   if (!cache::key_of_entry_name(name, out.first, &out.second))
-    throw ArgumentError("name", "expected '<64 lowercase hex digits>.jkc' or '.jka', got '" + name.substr(0, 80) + "'");
+    throw ArgumentError("name", "expected '<64 lowercase hex digits>.jkc', '.jka' or '.jkt', got '" + name.substr(0, 80) + "'");
   return out;
 }
 

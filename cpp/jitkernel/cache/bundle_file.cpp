@@ -50,7 +50,7 @@ bool has_keys(const json::Value& v, std::initializer_list<const char*> keys) {
 std::string member_of(const json::Value& e, BundleFile::Member& m) {
   const json::Value& name = *e.find("name");
   if (name.kind != json::Value::Kind::String || !key_of_entry_name(name.text, m.key, &m.kind)) {
-    return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc' or '.jka'); refused";
+    return "member " + shown(name) + ": not a cache entry name ('<64 hex digits>.jkc', '.jka' or '.jkt'); refused";
   }
   m.name = name.text;
   const json::Value& n = *e.find("size");

@@ -23,6 +23,7 @@ namespace {
 
 constexpr std::string_view kEntrySuffix = ".jkc";
 constexpr std::string_view kAliasSuffix = ".jka";
+constexpr std::string_view kDecisionSuffix = ".jkt";
 constexpr std::string_view kTempSuffix = ".tmp";
 // Temp files older than this are left over from a crashed writer.
 constexpr std::int64_t kStaleTempSeconds = 3600;
@@ -42,12 +43,10 @@ bool is_key_hex(std::string_view s) {
          });
 }
 
-std::string_view suffix_of(EntryKind kind) { return kind == EntryKind::Alias ? kAliasSuffix : kEntrySuffix; }
-
-// "<key hex>.jkc" or "<key hex>.jka": an entry's (or record's) name, its kind in `kind`.
+// "<key hex>.jkc", ".jka" or ".jkt": an entry's (or record's) name, its kind in `kind`.
 bool is_entry_name(std::string_view name, EntryKind& kind) {
-  for (EntryKind k : {EntryKind::Binary, EntryKind::Alias}) {
-    const std::string_view suffix = suffix_of(k);
+  for (EntryKind k : {EntryKind::Binary, EntryKind::Alias, EntryKind::Decision}) {
+    const std::string_view suffix = entry_suffix(k);
     if (ends_with(name, suffix) && is_key_hex(name.substr(0, name.size() - suffix.size()))) {
       kind = k;
       return true;
@@ -93,11 +92,23 @@ bool is_temp_name(std::string_view name, std::uint64_t& reserved) {
 
 }  // namespace
 
-std::string entry_name(const Digest& key, EntryKind kind) { return to_hex(key) + std::string(suffix_of(kind)); }
+std::string_view entry_suffix(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::Alias:
+      return kAliasSuffix;
+    case EntryKind::Decision:
+      return kDecisionSuffix;
+    case EntryKind::Binary:
+      break;
+  }
+  return kEntrySuffix;
+}
+
+std::string entry_name(const Digest& key, EntryKind kind) { return to_hex(key) + std::string(entry_suffix(kind)); }
 
 bool key_of_entry_name(std::string_view name, Digest& key, EntryKind* kind) {
   EntryKind found = EntryKind::Binary;
-  if (!is_entry_name(name, found) || !from_hex(name.substr(0, name.size() - suffix_of(found).size()), key))
+  if (!is_entry_name(name, found) || !from_hex(name.substr(0, name.size() - entry_suffix(found).size()), key))
     return false;
   if (kind != nullptr) *kind = found;
   return true;

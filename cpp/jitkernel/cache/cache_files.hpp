@@ -26,12 +26,15 @@ inline constexpr const char* kEntryFolder = "kernels";
 inline constexpr const char* kRecordFolder = "records";
 inline constexpr std::size_t kEntries = 0, kRecords = 1;
 
-// "<key hex>.jkc": the name of the entry (or record) for `key`; "<key
-// hex>.jka" for an alias (store.hpp's EntryKind).
+// The file name suffix of an entry kind (store.hpp's EntryKind): ".jkc"
+// for a binary (and a record), ".jka" for an alias, ".jkt" for a decision.
+std::string_view entry_suffix(EntryKind kind);
+
+// "<key hex>" + entry_suffix(kind): the name of the entry (or record) for `key`.
 std::string entry_name(const Digest& key, EntryKind kind = EntryKind::Binary);
 
 // The key the entry (or record) name `name` stands for; false when `name`
-// is not one ("<64 lowercase hex digits>.jkc", nothing else).
+// is not one ("<64 lowercase hex digits>" and a kind's suffix, nothing else).
 // The kind of entry the name is, in `kind` when given.
 bool key_of_entry_name(std::string_view name, Digest& key, EntryKind* kind = nullptr);
 

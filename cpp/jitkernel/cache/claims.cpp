@@ -237,13 +237,13 @@ void Claim::release() {
   folder_.reset();
 }
 
-Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::int64_t wait_ns,
-                      const std::function<bool()>& found, Claim& claim) {
+Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::string_view tag,
+                      std::int64_t wait_ns, const std::function<bool()>& found, Claim& claim) {
   Claimed out;
   if (!prepare_private_folder(claims_folder, true, LinkPolicy::Refuse).empty()) return out;
   const Folder folder(claims_folder);
   if (!folder.ok()) return out;
-  const std::string name = to_hex(key) + std::string(kClaimSuffix);
+  const std::string name = to_hex(key) + std::string(tag) + std::string(kClaimSuffix);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
   std::int64_t poll = kFirstPollNs;
   bool seen_live = false;  // a live holder was waited for: if it vanishes, do not claim after it

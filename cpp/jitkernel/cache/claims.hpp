@@ -2,7 +2,7 @@
 // cache compile each kernel about once instead of N times. Internal to
 // cache/; disk_cache.hpp's load_or_claim is the way in.
 //
-// On a miss, a process creates "claims/<key hex>.claim" in the writable
+// On a miss, a process creates "claims/<key hex><tag>.claim" in the writable
 // folder (O_CREAT | O_EXCL, holding its host, pid and process start time).
 // Whoever creates it compiles, stores the entry, then removes the claim. The
 // others poll (with backoff) for the entry to appear and load it. Nothing can
@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "jitkernel/cache/file_io.hpp"
 #include "jitkernel/cache/sha256.hpp"
@@ -76,9 +77,11 @@ struct Claimed {
 // On a miss for `key`: claims it in `claims_folder` (created 0700 if
 // needed), or waits up to `wait_ns` for the process holding it, calling
 // `found` (which loads the entry and returns whether it did) to see whether
-// the entry has appeared.
-Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::int64_t wait_ns,
-                      const std::function<bool()>& found, Claim& claim);
+// the entry has appeared. `tag` keeps kinds of work apart: a claim is named
+// "<key hex><tag>.claim" ("" for compiles, ".jkt" for tuning), so claims on
+// one digest for two kinds of entry never meet.
+Claimed claim_or_wait(const std::string& claims_folder, const Digest& key, std::string_view tag,
+                      std::int64_t wait_ns, const std::function<bool()>& found, Claim& claim);
 
 // Removes from `claims_folder` every claim no process would wait for (its
 // owner is dead, or it is older than `wait_ns`: what a waiter takes over)

@@ -233,8 +233,12 @@ Where lookup(const Config& c, const Key& key, EntryKind kind, std::string& paylo
 }
 
 // Counts one load's answer: a hit (from a tier or not), else a miss (a
-// corrupt one when a bad entry was found).
-std::optional<std::string> answer(Where where, bool bad, std::string& payload) {
+// corrupt one when a bad entry was found); only binaries are counted.
+std::optional<std::string> answer(EntryKind kind, Where where, bool bad, std::string& payload) {
+  if (kind != EntryKind::Binary) {
+    if (where == Where::None) return std::nullopt;
+    return std::move(payload);
+  }
   Counters& counters = state().counters;
   if (where == Where::None) {
     if (bad) counters.corrupt++;
@@ -259,31 +263,32 @@ std::string configured_directory() { return config()->directory; }
 namespace {
 
 // load() (claim == nullptr) and load_or_claim().
-std::optional<std::string> load_from_disk(const Key& key, Claim* claim) {
+std::optional<std::string> load_from_disk(const Key& key, EntryKind kind, Claim* claim) {
   StageTimer timer(Stage::DiskLookup);
   std::shared_ptr<Config> c = config();
   if (c->lookup.empty()) return std::nullopt;
   std::string payload;
   bool bad = false;
-  Where where = lookup(*c, key, EntryKind::Binary, payload, bad);
+  Where where = lookup(*c, key, kind, payload, bad);
   if (claim != nullptr && where == Where::None && c->readable && c->writable && c->claims) {
     const Claimed claimed = claim_or_wait(
-        c->directory + "/" + kClaimFolder, key, c->claim_wait_ns,
-        [&] { return c->folder->load(key, EntryKind::Binary, c->max_bytes, payload) == Read::Hit; },
-        *claim);
+        c->directory + "/" + kClaimFolder, key, kind == EntryKind::Binary ? "" : entry_suffix(kind),
+        c->claim_wait_ns, [&] { return c->folder->load(key, kind, c->max_bytes, payload) == Read::Hit; }, *claim);
     Counters& counters = state().counters;
     if (claimed.waited) counters.claim_waits++;
     if (claimed.timed_out) counters.claim_timeouts++;
     if (claimed.outcome == Claimed::Found) where = Where::Folder;
   }
-  return answer(where, bad, payload);
+  return answer(kind, where, bad, payload);
 }
 
 }  // namespace
 
-std::optional<std::string> load(const Key& key) { return load_from_disk(key, nullptr); }
+std::optional<std::string> load(const Key& key, EntryKind kind) { return load_from_disk(key, kind, nullptr); }
 
-std::optional<std::string> load_or_claim(const Key& key, Claim& claim) { return load_from_disk(key, &claim); }
+std::optional<std::string> load_or_claim(const Key& key, Claim& claim, EntryKind kind) {
+  return load_from_disk(key, kind, &claim);
+}
 
 std::optional<std::string> load_alias(const Key& key) {
   std::shared_ptr<Config> c = config();

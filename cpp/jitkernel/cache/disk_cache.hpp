@@ -66,23 +66,27 @@ std::string configured_directory();
 
 // The payload stored under `key` in the folder, else in the first read-only
 // tier that has a valid entry, or nullopt (no entry, a bad entry, disk cache
-// off). A hit in the folder marks the entry recently used.
-std::optional<std::string> load(const Key& key);
+// off). A hit in the folder marks the entry recently used. Binaries are
+// counted in info()'s hits and misses; decisions (EntryKind::Decision) are
+// not: they are no compiled kernels.
+std::optional<std::string> load(const Key& key, EntryKind kind = EntryKind::Binary);
 
 // load(), and on a miss when claims are on (and the folder is writable):
-// waits for another process compiling `key` (its entry is then returned), or
-// claims it: nullopt with `claim` held, which the caller drops after
-// compiling and storing (or failing). nullopt with no claim held: compile
-// without one (claims off, waited in vain). Counted once: a hit or a miss.
-std::optional<std::string> load_or_claim(const Key& key, Claim& claim);
+// waits for another process compiling (or tuning: a decision) `key` (its
+// entry is then returned), or claims it: nullopt with `claim` held, which the
+// caller drops after compiling and storing (or failing). nullopt with no
+// claim held: compile without one (claims off, waited in vain). A binary is
+// counted once: a hit or a miss. A decision's claim is its own (claims.hpp's
+// tag): it never meets a compile's claim on the same digest.
+std::optional<std::string> load_or_claim(const Key& key, Claim& claim, EntryKind kind = EntryKind::Binary);
 
 // Stores `payload` under `key` (atomic replace), evicting least recently
 // used entries first so that everything stored stays within the cap (not
 // stored when writers in flight hold all the room). A folder that does not
 // take files turns the disk cache off with a warning; an entry whose name is
 // taken by something that cannot be replaced is skipped with one warning.
-// Nothing is thrown. An alias (store.hpp's EntryKind) is stored the same way
-// but not counted in info().stores.
+// Nothing is thrown. An alias or a decision (store.hpp's EntryKind) is
+// stored the same way but not counted in info().stores.
 void store(const Key& key, std::string_view payload, EntryKind kind = EntryKind::Binary);
 
 // The alias stored under `key` (the folder, then the tiers), not counted in

@@ -28,11 +28,12 @@ namespace jk::cache {
 
 using Key = Digest;
 
-// What an entry file holds: a compiled binary ("<key hex>.jkc"), or a serving
+// What an entry file holds: a compiled binary ("<key hex>.jkc"), a serving
 // alias ("<key hex>.jka": the key of a binary, named by what a machine without
-// NVRTC can compute: cuda/nvrtc/serving_alias.hpp). Both have the entry format
-// (entry.hpp); an alias is never served as a binary, nor a binary as an alias.
-enum class EntryKind : unsigned char { Binary, Alias };
+// NVRTC can compute: cuda/nvrtc/serving_alias.hpp), or an autotuning decision
+// ("<key hex>.jkt": python/jitkernel/_fleet/tune_decisions.py). All have the
+// entry format (entry.hpp); an entry is only ever served as its own kind.
+enum class EntryKind : unsigned char { Binary, Alias, Decision };
 
 // What one load found.
 enum class Read {
@@ -49,7 +50,7 @@ enum class Write {
   Failed,         // the store does not take files (errno set)
 };
 
-// One file a listing found: an entry ("<key hex>.jkc" or ".jka", its whole
+// One file a listing found: an entry ("<key hex>.jkc", ".jka" or ".jkt", its whole
 // size), or a temp file being written (counted in sizes, never loaded).
 struct StoredFile {
   std::string name;

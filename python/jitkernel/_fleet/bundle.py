@@ -9,7 +9,8 @@ Format (all integers little-endian; docs/precompile.md)::
     12     4  manifest size M
     16     M  manifest: UTF-8 JSON {"format": 1, "jitkernel": version, "total_bytes": N,
               "entries": [{"name": "<64 hex>.jkc", "size": n, "sha256": "<64 hex>"}, ...]}
-              (".jka" names are serving aliases: cpp/jitkernel/cache/serving_alias.hpp)
+              (".jka" names are serving aliases: cpp/jitkernel/cache/serving_alias.hpp; ".jkt" names are
+              autotuning decisions: tune_decisions.py)
     16+M  32  SHA-256 of the bytes before it (magic, version, size and manifest)
     ...       the entry files' bytes, in manifest order (N bytes in all)
     end-32 32 SHA-256 of everything before it
@@ -63,7 +64,7 @@ _TEMP_TRIES = 16  # names tried before a temp file counts as impossible to creat
 
 @dataclass(frozen=True)
 class _Member:
-    name: str  # "<key hex>.jkc", or ".jka" for a serving alias
+    name: str  # "<key hex>.jkc", ".jka" for a serving alias, ".jkt" for an autotuning decision
     size: int
     sha256: str  # hex
 
@@ -74,11 +75,12 @@ class BundleReport:
 
     path: str  # the bundle
     entries: int  # compiled binaries in the bundle
-    bytes: int  # the bytes of its entry files (binaries and aliases)
+    bytes: int  # the bytes of its entry files (binaries, aliases and decisions)
     stored: int  # import: binaries written (0 for export)
     jitkernel: str  # the version that wrote the bundle (its entries hit only in that version)
     # Serving aliases in the bundle: how a machine without NVRTC finds each binary (docs/deploying.md).
     aliases: int = 0
+    decisions: int = 0  # autotuning decisions in the bundle (docs/autotuning.md)
 
 
 def _is_entry_name(name) -> bool:
@@ -89,10 +91,16 @@ def _is_alias(name: str) -> bool:
     return name.endswith(".jka")
 
 
+def _is_binary(name: str) -> bool:
+    return name.endswith(".jkc")
+
+
 def _report(path: str, names_sizes, stored: int, version: str) -> BundleReport:
     names = [name for name, _ in names_sizes]
     aliases = sum(1 for name in names if _is_alias(name))
-    return BundleReport(path, len(names) - aliases, sum(size for _, size in names_sizes), stored, version, aliases)
+    binaries = sum(1 for name in names if _is_binary(name))
+    return BundleReport(path, binaries, sum(size for _, size in names_sizes), stored, version, aliases,
+                        len(names) - binaries - aliases)
 
 
 def _cache_folder(directory: str | None):
@@ -284,4 +292,4 @@ def _write_into(path: str, bundle, directory: str, members) -> int:
             raise BundleError(f"{writer.where}/{m.name}: cannot be written ({e.strerror or e})") from None
         finally:
             writer.abort()
-    return sum(1 for m in members if not _is_alias(m.name))
+    return sum(1 for m in members if _is_binary(m.name))

@@ -30,6 +30,7 @@ _MAX_LAUNCHES = 4096  # launch keywords kept per tuned kernel (_launch)
 _measure = tune_bench.measure  # (candidates, warmup, reps) -> (times, errors)
 _device_identity = None  # None: the GPU's (device_info); else device -> {"name", "arch"}
 _capturing = _core._stream_capturing  # (stream handle, device) -> whether a CUDA graph is being captured
+_identities: dict = {}  # device -> ({"name", "arch"}, its key text): a GPU's identity does not change
 
 
 def _set_measure(measure, device_identity=None, capturing=None) -> None:
@@ -39,6 +40,7 @@ def _set_measure(measure, device_identity=None, capturing=None) -> None:
     fake = measure is not None
     _measure = measure if fake else tune_bench.measure
     _device_identity = device_identity if fake else None
+    _identities.clear()
     _capturing = (capturing or (lambda stream, device: False)) if fake else _core._stream_capturing
 
 
@@ -71,16 +73,24 @@ class Autotuned:
         self.restore_inputs, self.warmup, self.reps = restore, warmup, reps
         self._space = [c.to_json() for c in configs]
         self._code = "|".join(_code_identity(f) for f in (grid, threadgroup, key))
+        # What every bucket's decision key and check share, made once (the warm path hashes only the bucket).
+        self._static = tune_decisions.static_key(kernel._spec, self._space, self._code)
+        self._digest = tune_decisions.space_digest(self._space)
         self._templates = [list(c.template) for c in configs]
         self._chosen: dict = {}  # memory key -> config index
         self._launches: dict = {}  # (config index, shapes) -> launch keywords (_launch)
         self._lock = threading.RLock()
         self._warned: set = set()
-        self.decisions: dict = {}
+        self._payloads: dict = {}  # bucket -> the decision's payload (decoded when ``decisions`` is read)
         self.stats = {"tuned": 0, "loaded": 0, "candidates_timed": 0}
 
     def __repr__(self):
         return f"jitkernel.Autotuned({self.kernel.name!r}, {len(self.configs)} configs)"
+
+    @property
+    def decisions(self) -> dict:
+        """This process's decisions by key bucket (JSON text), decoded now (a call reads only the chosen index)."""
+        return {bucket: tune_decisions.decode(payload) for bucket, payload in list(self._payloads.items())}
 
     def __call__(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
                  threadgroup=None, template=None, init_value=None, stream=None):
@@ -142,6 +152,9 @@ class Autotuned:
         else:
             bucket, out = memory_key
             value = [bucket, None if out is None else [_dtype_name(d) for d in out]]
+        text = _plain_json(value)
+        if text is not None:
+            return text
         try:
             return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError):
@@ -193,66 +206,63 @@ class Autotuned:
                 "template": tmpl or None}
 
     def _decide(self, memory_key, inputs, shapes, dtypes, call) -> int:
+        """A stored decision first (no capture or trace checks, no claim: the warm path), else ``_tune_or_not``."""
         with self._lock:
             index = self._chosen.get(memory_key)
             if index is not None:
                 return index
-            bucket = self._bucket_text(memory_key)
-            session = call_routes.precompile_session
-            if session is not None:
+            if call_routes.precompile_session is not None:
                 return self._precompile(inputs, shapes, call)
+            bucket = self._bucket_text(memory_key)
             device = tune_bench.device_of(inputs)
-            why_not = _tracing(inputs, call["outputs"])
-            identity = self._identity(device, traced=why_not is not None)
-            key = None if identity is None else tune_decisions.decision_key(
-                identity, self.kernel._spec, self._space, self._code, bucket)
-            if why_not is None:
-                handle = tune_bench.stream_handle(call["stream"], inputs)
-                if _capturing(handle, device):
-                    why_not = "a CUDA graph is being captured on the call's stream"
-            if why_not is not None:
-                return self._untuned(memory_key, key, bucket, why_not)
-            self._launch(0, shapes, call["grid"], call["threadgroup"], call["template"])  # its errors first
-            decision, claim = tune_decisions.load(key, self._space, claim=True)
             try:
-                if decision is None:
-                    decision = self._tune(key, identity, bucket, inputs, shapes, call, device)
-                else:
-                    self.stats["loaded"] += 1
-            finally:
-                if claim is not None:
-                    claim.release()
-            self.decisions[bucket] = decision
-            self._chosen[memory_key] = decision["chosen"]
-            return decision["chosen"]
-
-    def _identity(self, device: int, traced: bool):
-        """{"name", "arch"} of the GPU (None when traced on a machine whose GPU cannot be asked)."""
-        if _device_identity is not None:
-            return _device_identity(device)
-        try:
-            info = _core.device_info(device)
-        except JitKernelError:
-            if traced:
-                return None
-            raise
-        return {"name": info["name"], "arch": info["arch"]}
-
-    def _untuned(self, memory_key, key, bucket: str, why_not: str) -> int:
-        """The index to run while tuning is not allowed: the stored decision's (then remembered), else 0 with one
-        warning (not remembered: the next eager call tunes)."""
-        decision = None if key is None else tune_decisions.load(key, self._space, claim=False)[0]
-        if decision is not None:
+                identity, identity_key = _identity(device)
+            except JitKernelError:
+                why_not = _tracing(inputs, call["outputs"])
+                if why_not is None:
+                    raise
+                return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
+            key = tune_decisions.decision_key(self._static, identity_key, bucket)
+            payload, index, _ = tune_decisions.load(key, self._digest, len(self.configs), claim=False, warn=False)
+            if index is None:
+                return self._tune_or_not(memory_key, key, identity, bucket, inputs, shapes, call, device)
             self.stats["loaded"] += 1
-            self.decisions[bucket] = decision
-            self._chosen[memory_key] = decision["chosen"]
-            return decision["chosen"]
+            self._payloads[bucket] = payload
+            self._chosen[memory_key] = index
+            return index
+
+    def _tune_or_not(self, memory_key, key, identity, bucket, inputs, shapes, call, device) -> int:
+        """No usable stored decision: the first configuration while captured or traced (``_untuned``), else the
+        bucket is claimed and tuned here (or another process's decision read once it is stored)."""
+        why_not = _tracing(inputs, call["outputs"])
+        if why_not is None and _capturing(tune_bench.stream_handle(call["stream"], inputs), device):
+            why_not = "a CUDA graph is being captured on the call's stream"
+        if why_not is not None:
+            return self._untuned(why_not, 6)
+        self._launch(0, shapes, call["grid"], call["threadgroup"], call["template"])  # its errors first
+        payload, index, claim = tune_decisions.load(key, self._digest, len(self.configs), claim=True)
+        try:
+            if index is None:
+                payload, index = self._tune(key, identity, bucket, inputs, shapes, call, device)
+            else:
+                self.stats["loaded"] += 1
+        finally:
+            if claim is not None:
+                claim.release()
+        self._payloads[bucket] = payload
+        self._chosen[memory_key] = index
+        return index
+
+    def _untuned(self, why_not: str, stacklevel: int) -> int:
+        """The index to run while tuning is not allowed (the stored decision was looked up first): 0, with one
+        warning per cause (not remembered: the next eager call tunes); ``stacklevel`` points at the caller's
+        call."""
         if why_not not in self._warned:
             self._warned.add(why_not)
             warnings.warn(f"jitkernel.autotune({self.kernel.name!r}): {why_not}, so nothing is tuned and no decision "
                           f"is stored for this key: running the first configuration {self.configs[0]!r}. Call the "
                           f"tuned kernel once eagerly first (or tuned.tune(...)) to tune it.", TuningWarning,
-                          stacklevel=4)
+                          stacklevel=stacklevel)
         return 0
 
     def _precompile(self, inputs, shapes, call) -> int:
@@ -263,8 +273,8 @@ class Autotuned:
                         outputs=call["outputs"], init_value=call["init_value"], **launch)
         return 0
 
-    def _tune(self, key, identity, bucket, inputs, shapes, call, device) -> dict:
-        """Times every candidate, stores the decision and returns it."""
+    def _tune(self, key, identity, bucket, inputs, shapes, call, device) -> tuple:
+        """Times every candidate, stores the decision and returns (its payload, the chosen index)."""
         candidates = self._candidates(inputs, shapes, call, device)
         times, errors = _measure(candidates, self.warmup, self.reps)
         self.stats["tuned"] += 1
@@ -277,7 +287,7 @@ class Autotuned:
         chosen = min(ran, key=lambda i: times[i])
         payload = tune_decisions.encode(self.kernel.name, identity, self._space, bucket, times, errors, chosen)
         tune_decisions.store(key, payload)
-        return tune_decisions.decode(payload)
+        return payload, chosen
 
     def _candidates(self, inputs, shapes, call, device) -> tune_bench.Candidates:
         """The scratch runs: declared in-place inputs and caller-given outputs are copied (aliases stay aliases)."""
@@ -315,3 +325,31 @@ def _code_identity(fn) -> str:
         return repr(fn)
     code = getattr(fn, "__code__", None)
     return f"{getattr(fn, '__qualname__', '?')}:{code.co_code.hex() if code is not None else '?'}"
+
+
+def _identity(device: int) -> tuple:
+    """({"name", "arch"} of the GPU, its decision key text), asked once per device and process."""
+    found = _identities.get(device)
+    if found is None:
+        if _device_identity is not None:
+            identity = _device_identity(device)
+        else:
+            info = _core.device_info(device)
+            identity = {"name": info["name"], "arch": info["arch"]}
+        found = _identities[device] = (identity, tune_decisions.identity_text(identity))
+    return found
+
+
+def _plain_json(value) -> str | None:
+    """``value`` as compact JSON when it is made of lists, tuples, ints, None and ASCII identifiers only (what
+    json.dumps writes for it, without building an encoder: the default key's buckets); None otherwise."""
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return f'"{value}"' if value.isascii() and value.isidentifier() else None
+    if type(value) in (list, tuple):
+        parts = [_plain_json(v) for v in value]
+        return None if None in parts else "[" + ",".join(parts) + "]"
+    return None

@@ -1,21 +1,26 @@
 """Autotuning decisions on disk: which configuration won for a (GPU, kernel and configuration space, key bucket),
 and how long each candidate took.
 
-A decision is a compile cache entry (cpp/bindings/services/autotune.cpp) under its own key: the SHA-256 of a
-domain tag, the GPU's name and architecture, the kernel's serialised spec, the configuration space, the grid and
-threadgroup functions' code, and the key bucket. Being an entry, it gets everything entries have: the private
-folder's checks, checksums, atomic replace, the size cap, read-only tiers (checked by the core where they are
-read), bundles (``export_cache`` ships decisions with the binaries; old bundles stay readable), and compile claims
-(one process tunes a key while the others wait and read its decision).
+A decision is a compile cache entry of its own kind ("<key>.jkt": cpp/bindings/services/autotune.cpp; not a
+compiled kernel to ``cache info``) under its own key: the SHA-256 of the
+tuned object's static part (a domain tag, the kernel's serialised spec, the configuration space, the grid,
+threadgroup and key functions' code: ``static_key``, hashed once per object), the GPU's name and architecture,
+and the key bucket. Being an entry, it gets everything entries have: the private folder's checks, checksums,
+atomic replace, the size cap, read-only tiers (checked by the core where they are read), bundles
+(``export_cache`` ships decisions with the binaries), and compile claims (one process tunes a key while the
+others wait and read its decision).
 
-The payload is ``MAGIC`` then UTF-8 JSON. What is read is never trusted: it is bounded (``MAX_BYTES``; longer is
-refused unread), parsed once (linear), and checked field by field against what this process would have written
-(the configuration space must match exactly); anything else is a foreign or damaged decision, reported with one
-``CacheWarning`` and tuned again (the new decision replaces it in the writable folder).
+The payload is ``MAGIC``, a head line ``"<chosen index> <SHA-256 of the configuration space>"``, then the whole
+decision as UTF-8 JSON. A tuned call reads only the head line (``chosen_of``: bounded, no JSON, no hashing of the
+space), so a second process's first call costs one small read more than an untuned call; listings and
+``Autotuned.decisions`` decode the JSON (``decode``). What is read is never trusted: it is bounded (``MAX_BYTES``;
+longer is refused unread), parsed once (linear), and checked (the head must name this space and an index it
+has; ``decode`` checks every field and that the head agrees with the body); anything else is a foreign or
+damaged decision, reported with one ``CacheWarning`` when the bucket is tuned again (the new decision replaces it
+in the writable folder).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -24,34 +29,73 @@ import warnings
 from .. import _core
 from .cache import CacheWarning, cache_info
 
-MAGIC = b"jitkernel-tune 1\n"
+MAGIC = b"jitkernel-tune 2\n"
 MAX_BYTES = 1 << 20  # a space of MAX_CONFIGS candidates with their errors fits with room to spare
 MAX_ERROR_CHARS = 500  # of each failed candidate's message, as stored
-_DOMAIN = "jitkernel autotuning decision 1"
+_MAX_HEAD = 80  # bytes of the head line: "<chosen> <64 hex digits>"
+_DOMAIN = "jitkernel autotuning decision 2"
+DECISION_SUFFIX = ".jkt"  # the entry file kind of decisions (cpp/jitkernel/cache/store.hpp's EntryKind::Decision)
 
 
-def decision_key(device: dict, spec: str, space: list, code: str, bucket: str) -> str:
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def space_digest(space: list) -> str:
+    """The SHA-256 (hex) of a configuration space, written in each decision's head line."""
+    return _core._sha256(_canonical(space).encode())
+
+
+def static_key(spec: str, space: list, code: str) -> str:
+    """The part of a decision key one tuned object shares by all its buckets (made once, with the object)."""
+    return _core._sha256(_canonical({"domain": _DOMAIN, "kernel": spec, "space": space, "code": code}).encode())
+
+
+def identity_text(device: dict) -> str:
+    """The GPU's part of a decision key: its name and architecture, length-prefixed (no separator is ambiguous)."""
+    return f"{len(device['name'])}:{device['name']}{len(device['arch'])}:{device['arch']}"
+
+
+def decision_key(static: str, identity: str, bucket: str) -> str:
     """The cache key (hex) of a decision: nothing process-specific goes in (no id(), no salted hash())."""
-    text = json.dumps({"domain": _DOMAIN, "device": [device["name"], device["arch"]], "kernel": spec,
-                       "space": space, "code": code, "key": bucket}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _core._sha256(f"{static}\n{identity}\n{bucket}".encode())
 
 
 def encode(kernel_name: str, device: dict, space: list, bucket: str, times: list, errors: list,
            chosen: int) -> bytes:
-    """The payload of a decision."""
+    """The payload of a decision: ``MAGIC``, a head line ``"<chosen> <space digest>"`` (what a call reads), then
+    the whole decision as JSON (what listings and ``Autotuned.decisions`` read)."""
     body = {"kernel": kernel_name, "device": device["name"], "arch": device["arch"], "key": bucket,
             "configs": space, "times_ms": times, "errors": [None if e is None else e[:MAX_ERROR_CHARS] for e in errors],
             "chosen": chosen, "tuned_at": int(time.time())}
-    return MAGIC + json.dumps(body, sort_keys=True, allow_nan=False).encode()
+    head = f"{chosen} {space_digest(space)}\n".encode()
+    return MAGIC + head + json.dumps(body, sort_keys=True, allow_nan=False).encode()
+
+
+def chosen_of(payload: bytes, digest: str, count: int) -> int | None:
+    """The chosen index from a decision's head line, when the payload is a decision for the space whose digest is
+    ``digest`` (``count`` configurations); else None. Reads at most ``_MAX_HEAD`` bytes past the magic: the warm
+    path of a tuned call."""
+    if len(payload) > MAX_BYTES or not payload.startswith(MAGIC):
+        return None
+    end = payload.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEAD)
+    index, _, found = payload[len(MAGIC):end].partition(b" ") if end > 0 else (b"", b"", b"")
+    if not (index.isdigit() and len(index) <= 4 and found == digest.encode()):
+        return None
+    chosen = int(index)
+    return chosen if chosen < count else None
 
 
 def decode(payload: bytes) -> dict | None:
-    """The decision in ``payload`` with every field checked (its types and lengths), or None when it is not one."""
+    """The decision in ``payload`` with every field checked (its types and lengths, and that the head line
+    agrees with the body), or None when it is not one."""
     if len(payload) > MAX_BYTES or not payload.startswith(MAGIC):
         return None
+    end = payload.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEAD)
+    if end < 0:
+        return None
     try:
-        body = json.loads(payload[len(MAGIC):].decode("utf-8"))
+        body = json.loads(payload[end + 1:].decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     if not isinstance(body, dict):
@@ -69,24 +113,32 @@ def decode(payload: bytes) -> dict | None:
         return None
     if not all(isinstance(body.get(k), str) for k in ("kernel", "device", "arch", "key")):
         return None
+    try:
+        if chosen_of(payload, space_digest(configs), len(configs)) != chosen:
+            return None
+    except (TypeError, ValueError, RecursionError):  # a space that cannot be written canonically
+        return None
     return body
 
 
-def load(key: str, space: list, claim: bool):
-    """(decision or None, claim or None) for ``key``: the stored decision when there is a valid one for this
-    ``space`` (a foreign or damaged one is warned about and treated as none). ``claim``: on a miss, wait for
-    another process tuning the key or claim it (the claim is returned; release it after storing)."""
+def load(key: str, digest: str, count: int, claim: bool, warn: bool = True):
+    """(payload, chosen index, claim): the stored decision for ``key`` when there is one for the space of
+    ``digest`` (``space_digest``) and ``count`` configurations, else (None, None, claim); a damaged or foreign one
+    is treated as none (with one CacheWarning when ``warn``). Only the head line is read (``chosen_of``).
+    ``claim``: on a miss, wait for another process tuning the key or claim it (the claim is returned; release
+    it after storing)."""
     if claim:
         payload, held = _core._decision_load_or_claim(key)
     else:
         payload, held = _core._decision_load(key), None
     if payload is None:
-        return None, held
-    decision = decode(payload)
-    if decision is None or decision["configs"] != space:
-        _warn_bad(key)
-        return None, held
-    return decision, held
+        return None, None, held
+    chosen = chosen_of(payload, digest, count)
+    if chosen is None:
+        if warn:
+            _warn_bad(key)
+        return None, None, held
+    return payload, chosen, held
 
 
 def _warn_bad(key: str) -> None:
@@ -102,7 +154,7 @@ def store(key: str, payload: bytes) -> None:
 def listing() -> list:
     """Every valid decision in the compile cache folder and its read-only tiers: dicts with ``kernel``,
     ``device``, ``arch``, ``key``, ``configs``, ``times_ms``, ``errors``, ``chosen``, ``tuned_at`` and ``where``
-    (the folder). Entries larger than a decision can be are not read (compiled kernels)."""
+    (the folder). Only decision entries ("<key>.jkt") are read, none larger than a decision can be."""
     info = cache_info()
     folders = ([info.path] if info.enabled else []) + [t.path for t in info.readonly if t.used]
     found = []
@@ -112,7 +164,7 @@ def listing() -> list:
         if folder.problem:
             continue
         for name, size in folder.entries():
-            if size > limit:
+            if size > limit or not name.endswith(DECISION_SUFFIX):
                 continue
             data = folder.read(name, limit)
             if data is None:
