@@ -72,12 +72,13 @@ def stream_handle(stream, inputs) -> int:
 
 def device_of(inputs) -> int:
     """The CUDA device of the first GPU array among ``inputs`` (0 when none is on a GPU). A torch tensor answers
-    through ``.device`` (which TorchDynamo traces; ``__dlpack_device__``'s enum it cannot)."""
-    torch = sys.modules.get("torch")
+    through ``.device`` (a torch.device: ``type`` and ``index``), read by duck typing: TorchDynamo traces this while
+    compiling, and it can neither trace ``__dlpack_device__``'s enum nor a lookup in ``sys.modules``."""
     for x in inputs:
-        if torch is not None and isinstance(x, torch.Tensor):
-            if x.device.type == "cuda":
-                return x.device.index or 0
+        torch_device = getattr(x, "device", None)
+        if isinstance(getattr(torch_device, "type", None), str) and hasattr(torch_device, "index"):
+            if torch_device.type == "cuda":
+                return torch_device.index or 0
             continue
         device = getattr(x, "__dlpack_device__", None)
         if device is None:
