@@ -110,6 +110,23 @@ def test_directory_in_place_of_one_entry_does_not_stop_other_stores(cache, refer
     assert compile_kernel(3) == reference[3] and jk.cache_info().hits == 1
 
 
+def test_directory_in_place_of_an_alias_warns_about_the_alias(cache, reference):
+    compile_kernel(2)
+    (alias,) = (cache.folder / "kernels").glob("*.jka")
+    (binary,) = entry_files(cache.folder)
+    alias.unlink()
+    binary.unlink()
+    alias.mkdir()
+    (alias / "something").write_bytes(b"not ours")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert compile_kernel(2) == reference[2]  # the binary is stored again; its serving alias cannot be
+    found = [str(w.message) for w in cache_warnings(record)]
+    assert len(found) == 1 and alias.name in found[0] and "serving alias" in found[0], found
+    assert "without NVRTC" in found[0] and "compiled kernel" not in found[0]
+    assert len(entry_files(cache.folder)) == 1
+
+
 def test_empty_directory_in_place_of_an_entry_is_replaced(cache, reference):
     compile_kernel(2)
     (path,) = entry_files(cache.folder)

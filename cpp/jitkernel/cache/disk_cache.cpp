@@ -216,10 +216,28 @@ void write_failed(Config& c, const std::string& what, int error) {
 
 // One entry that cannot be stored (something we cannot replace is in its
 // place): the others still are; one warning.
-void entry_not_stored(const std::string& path, const std::string& what, int error) {
-  emit({{"entry", "cannot store the compiled kernel " + path + " (" + what + ": " +
-                      errno_text(error) + "); it is compiled again when needed, other kernels "
-                      "are still stored"}});
+// What an entry of `kind` holds, and what happens without it, for the warning below.
+const char* stored_thing(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::Alias: return "the serving alias";
+    case EntryKind::Decision: return "the tuning decision";
+    case EntryKind::Binary: break;
+  }
+  return "the compiled kernel";
+}
+
+const char* without_it(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::Alias: return "a machine without NVRTC will not find this kernel through it";
+    case EntryKind::Decision: return "the next process tunes this kernel again";
+    case EntryKind::Binary: break;
+  }
+  return "it is compiled again when needed";
+}
+
+void entry_not_stored(const std::string& path, EntryKind kind, const std::string& what, int error) {
+  emit({{"entry", std::string("cannot store ") + stored_thing(kind) + " " + path + " (" + what + ": " +
+                      errno_text(error) + "); " + without_it(kind) + ", other entries are still stored"}});
 }
 
 enum class Where { None, Folder, Tier };
@@ -311,7 +329,7 @@ void store(const Key& key, std::string_view payload, EntryKind kind) {
     case Write::NoRoom:
       break;
     case Write::EntryInTheWay:
-      entry_not_stored(c->folder->where() + "/" + entry_name(key, kind), what, error);
+      entry_not_stored(c->folder->where() + "/" + entry_name(key, kind), kind, what, error);
       break;
     case Write::Failed:
       write_failed(*c, what, error);
