@@ -30,7 +30,7 @@ py=$work/venv/bin/python
 mkdir "$work/pkg"
 cp -r python/jitkernel "$work/pkg/"
 rm -f "$work/pkg/jitkernel/"_core*.so
-cp "$work/build/"_core*.so "$work/pkg/jitkernel/"
+cp "$work/build/cpp/"_core*.so "$work/pkg/jitkernel/"  # cpp/CMakeLists.txt defines the extension
 
 cxx=$(grep -m1 '^CMAKE_CXX_COMPILER:' "$work/build/CMakeCache.txt" | cut -d= -f2)
 asan=$("$cxx" -print-file-name=libasan.so)
