@@ -1,13 +1,15 @@
-"""The warm path of an autotuned call without a GPU (issue 30's target: a second process's first tuned call within
-0.1 ms of an untuned one): the mock driver (mock_libcuda.c, built here with cc) stands in for libcuda, so launches
-do nothing and what is timed is the host work: Python, the disk cache and the module load.
+"""The warm path of an autotuned call (issue 30's target: a second process's first tuned call within 0.1 ms of an
+untuned one). By default without a GPU: the mock driver (mock_libcuda.c, built here with cc) stands in for libcuda,
+so launches do nothing and what is timed is the host work: Python, the disk cache and the module load. With
+``--gpu`` the real driver runs the same processes on a GPU, and ``--arrays torch`` passes CUDA torch tensors
+instead of ``jk.Array`` (the path a torch program takes: device and stream found through torch).
 
 One process tunes a kernel into a fresh cache folder; then, alternating, fresh processes time the first call of
 the tuned kernel and of the same kernel called directly with the chosen configuration (both after an unrelated
 warm-up kernel, so neither pays for the driver or the context), and a third kind of process times each step of
 the tuned call's decision path separately (each the first time it runs in that process). Medians over --runs.
 
-    python3 benchmarks/host_only/bench_tuned_first_call.py [--runs 11]
+    python3 benchmarks/host_only/bench_tuned_first_call.py [--runs 11] [--gpu] [--arrays jk|torch]
 """
 from __future__ import annotations
 
@@ -28,7 +30,6 @@ import numpy as np
 import jitkernel as jk
 from jitkernel import _core
 from jitkernel._fleet import tune_bench, tune_call, tune_decisions
-from jitkernel._fleet.tune_config import _describe
 T = time.perf_counter_ns
 SRC = "size_t i = blockIdx.x * (size_t)BLOCK + threadIdx.x; if (i < inp_shape[0]) out[i] = inp[i] * 2;"
 k = jk.cuda_kernel(name="warm_path", input_names=["inp"], output_names=["out"], source=SRC)
@@ -37,6 +38,10 @@ tuned = jk.autotune(k, configs=space, grid=lambda shapes, cfg: (shapes[0][0], 1,
 make = jk.cuda_kernel(name="warm_up", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
 (x,) = make(inputs=[np.ones(1, np.float32)], output_shapes=[(4096,)], output_dtypes=[jk.float32], grid=(1, 1, 1),
             threadgroup=(1, 1, 1))
+if sys.argv[3] == "torch":
+    import torch
+    x = torch.ones(4096, device="cuda")
+    make(inputs=[x], output_shapes=[(1,)], output_dtypes=[jk.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
 CALL = dict(output_shapes=[(4096,)], output_dtypes=[jk.float32])
 mode = sys.argv[1]
 jk.synchronize()
@@ -46,14 +51,13 @@ if mode == "steps":
         s = T(); value = fn(*args); out[name] = (T() - s) / 1e3
         return value
     inputs = step("inputs", tuned._inputs_arg, (), [x])
-    shapes, dtypes = step("describe", _describe, inputs)
+    shapes, dtypes = step("describe", _core._tune_describe, inputs)
     memory_key = step("memory_key", tuned._memory_key, shapes, dtypes, CALL["output_dtypes"], None)
     bucket = step("bucket_text", tuned._bucket_text, memory_key)
     device = step("device_of", tune_bench.device_of, inputs)
     identity = step("identity", tune_call._identity, device)
-    key = step("decision_key", tune_decisions.decision_key, tuned._static, identity[1], bucket)
-    payload = step("decision_load", _core._decision_load, key)
-    index = step("chosen_of", tune_decisions.chosen_of, payload, tuned._digest, len(space))
+    found = step("decision_find", _core._tune_find, tuned._static, identity[1], bucket, tuned._digest, len(space))
+    key, payload, index, _ = found
     launch = step("launch_keywords", tuned._launch, index, shapes, None, None, None)
     step("kernel_call", lambda: (k(inputs=inputs, **CALL, **launch), jk.synchronize()))
     step("decode (listings only)", tune_decisions.decode, payload)
@@ -71,7 +75,8 @@ print(json.dumps(out))
 """
 
 
-def run(env, *args) -> dict:
+def run(env, arrays, mode, chosen=0) -> dict:
+    args = (mode, str(chosen), arrays)
     p = subprocess.run([sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise SystemExit(f"child {args} failed:\n{p.stderr}")
@@ -81,30 +86,38 @@ def run(env, *args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--gpu", action="store_true", help="the real CUDA driver, not the mock")
+    parser.add_argument("--arrays", choices=("jk", "torch"), default="jk")
     a = parser.parse_args()
+    if a.arrays == "torch" and not a.gpu:
+        parser.error("--arrays torch needs --gpu")
     cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
+    if cc is None and not a.gpu:
         raise SystemExit("needs a C compiler (cc) to build the mock driver")
     folder = tempfile.mkdtemp(prefix="bench-tuned-")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", os.path.join(folder, "libcuda.so.1"),
-                    os.path.join(HERE, "mock_libcuda.c")], check=True)
-    env = dict(os.environ, LD_LIBRARY_PATH=folder, JITKERNEL_CACHE_DIR=os.path.join(folder, "cache"))
+    env = dict(os.environ, JITKERNEL_CACHE_DIR=os.path.join(folder, "cache"))
+    if not a.gpu:
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", os.path.join(folder, "libcuda.so.1"),
+                        os.path.join(HERE, "mock_libcuda.c")], check=True)
+        env["LD_LIBRARY_PATH"] = folder
     env.pop("JITKERNEL_REQUIRE_GPU", None)
-    chosen = run(env, "setup")["chosen"]
+    chosen = run(env, a.arrays, "setup")["chosen"]
     samples: dict = {"tuned": [], "untuned": []}
     steps: dict = {}
     for _ in range(a.runs):
         for mode in samples:
-            result = run(env, mode, str(chosen))
+            result = run(env, a.arrays, mode, chosen)
             if mode == "tuned" and result["timed"]:
                 raise SystemExit("the second process timed candidates")
             samples[mode].append(result["us"])
-        for name, us in run(env, "steps").items():
+        for name, us in run(env, a.arrays, "steps").items():
             steps.setdefault(name, []).append(us)
     shutil.rmtree(folder, ignore_errors=True)
     t, u = (statistics.median(samples[m]) for m in ("tuned", "untuned"))
-    print(f"first call, warm cache, mock driver (medians of {a.runs} processes): tuned {t:.1f} us, "
-          f"untuned {u:.1f} us, difference {t - u:+.1f} us")
+    paired = statistics.median(a - b for a, b in zip(samples["tuned"], samples["untuned"]))
+    driver = "real driver" if a.gpu else "mock driver"
+    print(f"first call, warm cache, {driver}, {a.arrays} arrays (medians of {a.runs} processes): tuned {t:.1f} us, "
+          f"untuned {u:.1f} us, difference {t - u:+.1f} us, median paired difference {paired:+.1f} us")
     print("steps of the tuned call (each the first time it runs in its process), median us:")
     for name, values in steps.items():
         print(f"  {name:24s} {statistics.median(values):8.1f}")

@@ -413,14 +413,3 @@ def test_real_timing_path_with_the_mock_driver(mock_driver, tmp_path):
     assert result["times"][2] is None and "threadgroup" in result["errors"][2], result  # 4096 threads: refused
     assert result["stats"] == {"tuned": 1, "loaded": 0, "candidates_timed": 2}
     assert result["again"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}
-
-
-@pytest.mark.parametrize("value", [[[(1000,), (4, 5), None], ["float32", "int64"], None], [[], [()]], [1, "a_b"],
-                                   [-3, 0, (1, (2, (3,)))], ["float"]])
-def test_plain_bucket_text_is_json(value):
-    assert tune_call._plain_json(value) == json.dumps(value, separators=(",", ":"))
-
-
-@pytest.mark.parametrize("value", [[1.5], ["a b"], ["é"], [True], [{"a": 1}], ['q"']])
-def test_other_buckets_go_through_json(value):
-    assert tune_call._plain_json(value) is None

@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "call/convert.hpp"
+#include "services/device_arg.hpp"
 #include "services/hooks.hpp"
 #include "jitkernel/core/errors.hpp"
 #include "jitkernel/cuda/driver/device.hpp"
@@ -15,21 +16,6 @@
 
 namespace jk::py {
 namespace {
-
-// A device ordinal argument (an int, not a bool) within range.
-int device_arg(nb::handle device) {
-  std::int64_t d = 0;
-  if (int_value(device, &d) != IntResult::Ok)
-    throw ArgumentTypeError("device", "expected a CUDA device ordinal (int), got " +
-                                          nb::cast<std::string>(nb::repr(device)));
-  cuda::driver();  // CudaNotAvailable first when there is no driver
-  const int count = cuda::device_count();
-  if (d < 0 || d >= count)
-    throw ArgumentError("device", "CUDA device " + std::to_string(d) + " does not exist (" +
-                                      std::to_string(count) + " device" +
-                                      (count == 1 ? "" : "s") + " found)");
-  return static_cast<int>(d);
-}
 
 void synchronize(nb::handle device) {
   if (device.is_none()) {

@@ -20,7 +20,7 @@ from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels import call_routes
 from . import tune_bench, tune_decisions
-from .tune_config import TuningWarning, _describe, _dims, _dtype_name, _template_value
+from .tune_config import TuningWarning, _dims, _dtype_name, _template_value
 
 __all__ = ["Autotuned"]
 
@@ -96,9 +96,11 @@ class Autotuned:
                  threadgroup=None, template=None, init_value=None, stream=None):
         inputs, shapes, index = self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
                                              template, init_value, stream)
+        launch = self._launch(index, shapes, grid, threadgroup, template)
+        if outputs is None and init_value is None and stream is None:  # fewer keywords for the kernel to parse
+            return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, **launch)
         return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs,
-                           init_value=init_value, stream=stream,
-                           **self._launch(index, shapes, grid, threadgroup, template))
+                           init_value=init_value, stream=stream, **launch)
 
     def tune(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
              threadgroup=None, template=None, init_value=None, stream=None):
@@ -112,7 +114,7 @@ class Autotuned:
         """(inputs as a list, their shapes, the index of the configuration to run): one dict lookup once the
         bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
-        shapes, dtypes = _describe(inputs)
+        shapes, dtypes = _core._tune_describe(inputs)
         memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs)
         index = self._chosen.get(memory_key)
         if index is None:
@@ -152,7 +154,7 @@ class Autotuned:
         else:
             bucket, out = memory_key
             value = [bucket, None if out is None else [_dtype_name(d) for d in out]]
-        text = _plain_json(value)
+        text = _core._tune_bucket_json(value)  # the common buckets, without building a JSON encoder
         if text is not None:
             return text
         try:
@@ -222,8 +224,9 @@ class Autotuned:
                 if why_not is None:
                     raise
                 return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
-            key = tune_decisions.decision_key(self._static, identity_key, bucket)
-            payload, index, _ = tune_decisions.load(key, self._digest, len(self.configs), claim=False, warn=False)
+            # The key, the read and the head line's check in one call (tune_decisions.decision_key / load's).
+            key, payload, index, _ = _core._tune_find(self._static, identity_key, bucket, self._digest,
+                                                       len(self.configs))
             if index is None:
                 return self._tune_or_not(memory_key, key, identity, bucket, inputs, shapes, call, device)
             self.stats["loaded"] += 1
@@ -333,23 +336,9 @@ def _identity(device: int) -> tuple:
     if found is None:
         if _device_identity is not None:
             identity = _device_identity(device)
+            found = (identity, tune_decisions.identity_text(identity))
         else:
-            info = _core.device_info(device)
-            identity = {"name": info["name"], "arch": info["arch"]}
-        found = _identities[device] = (identity, tune_decisions.identity_text(identity))
+            name, arch, text = _core._tune_identity(device)
+            found = ({"name": name, "arch": arch}, text)
+        _identities[device] = found
     return found
-
-
-def _plain_json(value) -> str | None:
-    """``value`` as compact JSON when it is made of lists, tuples, ints, None and ASCII identifiers only (what
-    json.dumps writes for it, without building an encoder: the default key's buckets); None otherwise."""
-    if value is None:
-        return "null"
-    if type(value) is int:
-        return str(value)
-    if type(value) is str:
-        return f'"{value}"' if value.isascii() and value.isidentifier() else None
-    if type(value) in (list, tuple):
-        parts = [_plain_json(v) for v in value]
-        return None if None in parts else "[" + ",".join(parts) + "]"
-    return None

@@ -139,12 +139,6 @@ def _count_arg(value, argument: str, minimum: int):
 
 
 
-def _describe(inputs) -> tuple:
-    shapes = tuple(tuple(x.shape) if hasattr(x, "shape") and hasattr(x, "dtype") else None for x in inputs)
-    dtypes = tuple(x.dtype if s is not None else type(x).__name__ for x, s in zip(inputs, shapes))
-    return shapes, dtypes
-
-
 def _dtype_name(d) -> str:
     try:
         return _jk_dtype(d).name

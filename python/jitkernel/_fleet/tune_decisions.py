@@ -12,8 +12,9 @@ others wait and read its decision).
 
 The payload is ``MAGIC``, a head line ``"<chosen index> <SHA-256 of the configuration space>"``, then the whole
 decision as UTF-8 JSON. A tuned call reads only the head line (``chosen_of``: bounded, no JSON, no hashing of the
-space), so a second process's first call costs one small read more than an untuned call; listings and
-``Autotuned.decisions`` decode the JSON (``decode``). What is read is never trusted: it is bounded (``MAX_BYTES``;
+space), so a second process's first call costs one small read more than an untuned call; the key, the read and
+the head line's check are one call into the core there (cpp/bindings/services/tune_lookup.cpp, which owns the
+head line's format and the size bound). Listings and ``Autotuned.decisions`` decode the JSON (``decode``). What is read is never trusted: it is bounded (``MAX_BYTES``;
 longer is refused unread), parsed once (linear), and checked (the head must name this space and an index it
 has; ``decode`` checks every field and that the head agrees with the body); anything else is a foreign or
 damaged decision, reported with one ``CacheWarning`` when the bucket is tuned again (the new decision replaces it
@@ -29,10 +30,9 @@ import warnings
 from .. import _core
 from .cache import CacheWarning, cache_info
 
-MAGIC = b"jitkernel-tune 2\n"
-MAX_BYTES = 1 << 20  # a space of MAX_CONFIGS candidates with their errors fits with room to spare
+MAGIC: bytes = _core._tune_decision_magic
+MAX_BYTES: int = _core._tune_decision_max_bytes  # a space of MAX_CONFIGS candidates with their errors fits
 MAX_ERROR_CHARS = 500  # of each failed candidate's message, as stored
-_MAX_HEAD = 80  # bytes of the head line: "<chosen> <64 hex digits>"
 _DOMAIN = "jitkernel autotuning decision 2"
 DECISION_SUFFIX = ".jkt"  # the entry file kind of decisions (cpp/jitkernel/cache/store.hpp's EntryKind::Decision)
 
@@ -53,12 +53,13 @@ def static_key(spec: str, space: list, code: str) -> str:
 
 def identity_text(device: dict) -> str:
     """The GPU's part of a decision key: its name and architecture, length-prefixed (no separator is ambiguous)."""
-    return f"{len(device['name'])}:{device['name']}{len(device['arch'])}:{device['arch']}"
+    return _core._tune_identity_text(device["name"], device["arch"])
 
 
 def decision_key(static: str, identity: str, bucket: str) -> str:
-    """The cache key (hex) of a decision: nothing process-specific goes in (no id(), no salted hash())."""
-    return _core._sha256(f"{static}\n{identity}\n{bucket}".encode())
+    """The cache key (hex) of a decision: the SHA-256 of the three parts, one per line. Nothing process-specific
+    goes in (no id(), no salted hash())."""
+    return _core._tune_decision_key(static, identity, bucket)
 
 
 def encode(kernel_name: str, device: dict, space: list, bucket: str, times: list, errors: list,
@@ -74,16 +75,8 @@ def encode(kernel_name: str, device: dict, space: list, bucket: str, times: list
 
 def chosen_of(payload: bytes, digest: str, count: int) -> int | None:
     """The chosen index from a decision's head line, when the payload is a decision for the space whose digest is
-    ``digest`` (``count`` configurations); else None. Reads at most ``_MAX_HEAD`` bytes past the magic: the warm
-    path of a tuned call."""
-    if len(payload) > MAX_BYTES or not payload.startswith(MAGIC):
-        return None
-    end = payload.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEAD)
-    index, _, found = payload[len(MAGIC):end].partition(b" ") if end > 0 else (b"", b"", b"")
-    if not (index.isdigit() and len(index) <= 4 and found == digest.encode()):
-        return None
-    chosen = int(index)
-    return chosen if chosen < count else None
+    ``digest`` (``count`` configurations); else None. Reads the head line only (bounded, in the core)."""
+    return _core._tune_chosen(payload, digest, count)
 
 
 def decode(payload: bytes) -> dict | None:
@@ -91,7 +84,7 @@ def decode(payload: bytes) -> dict | None:
     agrees with the body), or None when it is not one."""
     if len(payload) > MAX_BYTES or not payload.startswith(MAGIC):
         return None
-    end = payload.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_HEAD)
+    end = payload.find(b"\n", len(MAGIC))  # the head line's own bounds are chosen_of's, checked below
     if end < 0:
         return None
     try:

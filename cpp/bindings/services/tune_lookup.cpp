@@ -1,0 +1,197 @@
+// The warm path of an autotuned call (python/jitkernel/_fleet/tune_call.py)
+// in C++: a second process's first call of a tuned kernel must cost about
+// what an untuned kernel's does (issue 30: within 0.1 ms), and each Python
+// step it took (describing the inputs, writing the key bucket as JSON,
+// hashing the decision key, reading the decision's head line) cost tens of
+// microseconds the first time it ran in a process. Here they are one call
+// each, and the decision lookup is one call in all (`_tune_find`).
+//
+// A decision's payload (tune_decisions.py writes it) starts with kMagic and a
+// head line "<chosen index> <SHA-256 hex of the configuration space>\n"; the
+// rest (JSON) is read only by listings. What is read is untrusted: bounded
+// (kMaxPayload; the head within kMaxHead bytes), parsed once, and checked
+// against the caller's space digest and size.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "services/cache_keys.hpp"
+#include "services/device_arg.hpp"
+#include "jitkernel/cache/disk_cache.hpp"
+#include "jitkernel/cache/sha256.hpp"
+#include "jitkernel/core/json.hpp"
+
+namespace jk::py {
+namespace {
+
+constexpr std::string_view kMagic = "jitkernel-tune 2\n";
+constexpr std::size_t kMaxPayload = std::size_t{1} << 20;  // a decision of 256 candidates fits with room
+constexpr std::size_t kMaxHead = 80;                        // "<index> <64 hex digits>" and then some
+constexpr int kMaxBucketDepth = 16;
+
+// (shapes, dtypes) of a call's inputs: an array (anything with .shape and
+// .dtype) gives tuple(shape) and its dtype; a scalar gives None and its
+// type's name. The in-process decision memory is keyed by these.
+nb::tuple describe(nb::list inputs) {
+  const std::size_t n = inputs.size();
+  nb::list shapes, dtypes;
+  for (std::size_t i = 0; i < n; ++i) {
+    nb::handle x = inputs[i];
+    if (nb::hasattr(x, "shape") && nb::hasattr(x, "dtype")) {
+      PyObject* shape = PySequence_Tuple(x.attr("shape").ptr());  // tuple(x.shape)
+      if (shape == nullptr) nb::raise_python_error();
+      shapes.append(nb::steal(shape));
+      dtypes.append(x.attr("dtype"));
+    } else {
+      shapes.append(nb::none());
+      dtypes.append(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(x.ptr()))).attr("__name__"));
+    }
+  }
+  return nb::make_tuple(nb::tuple(shapes), nb::tuple(dtypes));
+}
+
+// Appends `value` as compact JSON when it is made of None, bools, ints that
+// fit int64, printable-ASCII strings, lists and tuples: what
+// json.dumps(value, separators=(",", ":")) writes for it. False for anything
+// else (floats, other strings, other types): the caller uses json.dumps.
+bool append_plain(std::string& out, nb::handle value, int depth) {
+  PyObject* v = value.ptr();
+  if (v == Py_None) {
+    out += "null";
+  } else if (PyBool_Check(v)) {
+    out += v == Py_True ? "true" : "false";
+  } else if (PyLong_CheckExact(v)) {
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0 || (n == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    out += std::to_string(n);
+  } else if (PyUnicode_CheckExact(v)) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(v, &size);
+    if (text == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    const std::string_view s(text, static_cast<std::size_t>(size));
+    for (const char c : s)
+      if (c < 0x20 || c > 0x7e) return false;  // json.dumps escapes these its own way
+    json::append_string(out, s);
+  } else if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+    if (depth >= kMaxBucketDepth) return false;
+    out += '[';
+    bool first = true;
+    for (nb::handle item : value) {
+      if (!first) out += ',';
+      first = false;
+      if (!append_plain(out, item, depth + 1)) return false;
+    }
+    out += ']';
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> bucket_json(nb::handle value) {
+  std::string out;
+  if (!append_plain(out, value, 0)) return std::nullopt;
+  return out;
+}
+
+// The GPU's part of a decision key: name and architecture, each
+// length-prefixed (no separator can be ambiguous).
+std::string identity_text(const std::string& name, const std::string& arch) {
+  return std::to_string(name.size()) + ":" + name + std::to_string(arch.size()) + ":" + arch;
+}
+
+cache::Digest decision_key(std::string_view static_key, std::string_view identity, std::string_view bucket) {
+  std::string text;
+  text.reserve(static_key.size() + identity.size() + bucket.size() + 2);
+  text.append(static_key).append("\n").append(identity).append("\n").append(bucket);
+  return cache::sha256(text);
+}
+
+// The chosen index of a decision payload for the space with digest `digest`
+// and `count` configurations, or nullopt when the payload is not one.
+std::optional<int> chosen_of(std::string_view payload, std::string_view digest, std::int64_t count) {
+  if (payload.size() > kMaxPayload || payload.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+  const std::string_view rest = payload.substr(kMagic.size(), kMaxHead);
+  const std::size_t end = rest.find('\n');
+  if (end == std::string_view::npos) return std::nullopt;
+  const std::string_view head = rest.substr(0, end);
+  const std::size_t space = head.find(' ');
+  if (space == 0 || space == std::string_view::npos || space > 4) return std::nullopt;
+  int index = 0;
+  for (const char c : head.substr(0, space)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    index = index * 10 + (c - '0');
+  }
+  if (head.substr(space + 1) != digest || index >= count) return std::nullopt;
+  return index;
+}
+
+std::string_view view(const nb::bytes& b) { return {b.c_str(), b.size()}; }
+
+void bind(nb::module_& m) {
+  using namespace nb::literals;
+  m.attr("_tune_decision_magic") = nb::bytes(kMagic.data(), kMagic.size());
+  m.attr("_tune_decision_max_bytes") = kMaxPayload;
+  m.def("_tune_describe", &describe, "inputs"_a,
+        "(shapes, dtypes) of a tuned call's inputs (an array: tuple(shape), dtype; a scalar: None, its type's "
+        "name).");
+  m.def("_tune_bucket_json", &bucket_json, "value"_a.none(),
+        "Compact JSON of a key bucket made of None, bools, int64s, printable-ASCII strings, lists and tuples "
+        "(what json.dumps writes); None for anything else.");
+  m.def("_tune_identity_text", &identity_text, "name"_a, "arch"_a,
+        "The GPU's part of a tuning decision's key (name and architecture, length-prefixed).");
+  m.def(
+      "_tune_identity",
+      [](nb::handle device) {
+        const cuda::DeviceInfo& info = cuda::device_info(device_arg(device));
+        return nb::make_tuple(info.name, info.arch, identity_text(info.name, info.arch));
+      },
+      "device"_a, "(name, architecture, identity text) of a CUDA device, for tuning decisions.");
+  m.def(
+      "_tune_decision_key",
+      [](const std::string& static_key, const std::string& identity, const std::string& bucket) {
+        return cache::to_hex(decision_key(static_key, identity, bucket));
+      },
+      "static"_a, "identity"_a, "bucket"_a, "The cache key (hex) of a tuning decision.");
+  m.def(
+      "_tune_chosen", [](nb::bytes payload, const std::string& digest, std::int64_t count) {
+        return chosen_of(view(payload), digest, count);
+      },
+      "payload"_a, "digest"_a, "count"_a,
+      "The chosen index in a decision's head line when it is one for this space, else None.");
+  m.def(
+      "_tune_find",
+      [](const std::string& static_key, const std::string& identity, const std::string& bucket,
+         const std::string& digest, std::int64_t count) {
+        const cache::Digest key = decision_key(static_key, identity, bucket);
+        std::optional<std::string> payload;
+        {
+          nb::gil_scoped_release unlocked;
+          payload = cache::load(key, cache::EntryKind::Decision);
+        }
+        const std::optional<int> chosen = payload ? chosen_of(*payload, digest, count) : std::nullopt;
+        nb::object found = chosen ? nb::object(nb::bytes(payload->data(), payload->size())) : nb::none();
+        return nb::make_tuple(cache::to_hex(key), found, chosen ? nb::cast(*chosen) : nb::none(),
+                              payload.has_value());
+      },
+      "static"_a, "identity"_a, "bucket"_a, "digest"_a, "count"_a,
+      "(key hex, payload or None, chosen index or None, whether an entry was found): the stored decision of a "
+      "bucket, read and checked in one call.");
+}
+
+const Registration reg(order::toolkit, "tune_lookup", bind);
+
+}  // namespace
+}  // namespace jk::py
