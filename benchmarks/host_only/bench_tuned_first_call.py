@@ -61,6 +61,9 @@ if mode == "steps":
     launch = step("launch_keywords", tuned._launch, index, shapes, None, None, None)
     step("kernel_call", lambda: (k(inputs=inputs, **CALL, **launch), jk.synchronize()))
     step("decode (listings only)", tune_decisions.decode, payload)
+elif mode == "split":  # the tuned call in two parts: the decision (tune: no kernel run), then the call
+    s = T(); tuned.tune(inputs=[x], **CALL); out["decide"] = (T() - s) / 1e3
+    s = T(); tuned(inputs=[x], **CALL); jk.synchronize(); out["call after deciding"] = (T() - s) / 1e3
 elif mode in ("tuned", "setup"):
     s = T(); tuned(inputs=[x], **CALL); jk.synchronize(); out["us"] = (T() - s) / 1e3
     out["timed"] = tuned.stats["candidates_timed"]
@@ -110,15 +113,17 @@ def main() -> None:
             if mode == "tuned" and result["timed"]:
                 raise SystemExit("the second process timed candidates")
             samples[mode].append(result["us"])
-        for name, us in run(env, a.arrays, "steps").items():
-            steps.setdefault(name, []).append(us)
+        for mode in ("steps", "split"):
+            for name, us in run(env, a.arrays, mode).items():
+                steps.setdefault(name, []).append(us)
     shutil.rmtree(folder, ignore_errors=True)
     t, u = (statistics.median(samples[m]) for m in ("tuned", "untuned"))
     paired = statistics.median(a - b for a, b in zip(samples["tuned"], samples["untuned"]))
     driver = "real driver" if a.gpu else "mock driver"
     print(f"first call, warm cache, {driver}, {a.arrays} arrays (medians of {a.runs} processes): tuned {t:.1f} us, "
           f"untuned {u:.1f} us, difference {t - u:+.1f} us, median paired difference {paired:+.1f} us")
-    print("steps of the tuned call (each the first time it runs in its process), median us:")
+    print("steps of the tuned call (each the first time it runs in its process), then the tuned call split in two "
+          "(its own processes), median us:")
     for name, values in steps.items():
         print(f"  {name:24s} {statistics.median(values):8.1f}")
 

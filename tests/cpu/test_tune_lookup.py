@@ -73,7 +73,7 @@ class Duck:
 def test_describe_gives_shapes_and_dtypes():
     shapes, dtypes = _core._tune_describe([Duck(), 7, np.arange(5, dtype=np.int16), 2.5])
     assert shapes == ((3, 4), None, (5,), None) and isinstance(shapes[0], tuple)
-    assert dtypes == (jk.float16, "int", np.dtype(np.int16), "float")
+    assert dtypes == (jk.float16, "int", jk.int16, "float")
     with pytest.raises(TypeError):
         _core._tune_describe(5)
 
@@ -147,3 +147,27 @@ for bad, kind in ((99, jk.ArgumentError), (True, jk.ArgumentTypeError), ("0", jk
 print("ok")
 """, tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_dtypes_are_described_as_jitkernel_dtypes_and_written_as_names():
+    class Exotic:
+        shape = (2,)
+        dtype = object()  # no jitkernel dtype: kept as it is, and the bucket is left to Python
+
+    shapes, dtypes = _core._tune_describe([np.zeros(3, np.float16), Exotic()])
+    assert dtypes[0] is jk.float16 and dtypes[1] is Exotic.dtype
+    assert _core._tune_dtype(np.dtype(np.int8)) is jk.int8 and _core._tune_dtype("nonsense") == "nonsense"
+    assert _core._tune_bucket_json([shapes[:1], dtypes[:1], (jk.float32,)]) == '[[[3]],["float16"],["float32"]]'
+    assert _core._tune_bucket_json([dtypes]) is None
+
+
+def test_bucket_text_is_unchanged_by_where_the_dtypes_come_from():
+    """The stored bucket (so the decision key) of a call is what the Python writer made before the core wrote it:
+    NumPy, jitkernel and name dtypes give one text."""
+    kernel = jk.cuda_kernel(name="bucket_k", input_names=["x"], output_names=["y"], source="y[0] = x[0];")
+    tuned = jk.autotune(kernel, configs=[jk.Config(threadgroup=(32, 1, 1))], grid=(1, 1, 1))
+    texts = set()
+    for out in ([jk.float32], [np.dtype(np.float32)], ["float32"]):
+        shapes, dtypes = _core._tune_describe([np.zeros((4, 2), np.float16), 3])
+        texts.add(tuned._bucket_text(tuned._memory_key(shapes, dtypes, out, None)))
+    assert texts == {'[[[4,2],null],["float16","int"],["float32"]]'}

@@ -22,6 +22,7 @@
 #include "bindings.hpp"
 #include "services/cache_keys.hpp"
 #include "services/device_arg.hpp"
+#include "objects/dtypes.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/json.hpp"
@@ -34,9 +35,23 @@ constexpr std::size_t kMaxPayload = std::size_t{1} << 20;  // a decision of 256 
 constexpr std::size_t kMaxHead = 80;                        // "<index> <64 hex digits>" and then some
 constexpr int kMaxBucketDepth = 16;
 
+// The jitkernel dtype of a dtype-like (NumPy, torch, ...; memoised by
+// identity in dtype_arg), or the object itself when it is none: it then keys
+// the in-process memory as it is, and its bucket is written in Python.
+nb::object jk_dtype_or_same(nb::handle d) {
+  if (is_jk_dtype(d)) return nb::borrow(d);
+  try {
+    return nb::borrow(dtype_object(dtype_arg(d, "dtype")));
+  } catch (const std::exception&) {
+    PyErr_Clear();
+    return nb::borrow(d);
+  }
+}
+
 // (shapes, dtypes) of a call's inputs: an array (anything with .shape and
-// .dtype) gives tuple(shape) and its dtype; a scalar gives None and its
-// type's name. The in-process decision memory is keyed by these.
+// .dtype) gives tuple(shape) and its dtype (a jitkernel dtype where it is
+// one); a scalar gives None and its type's name. The in-process decision
+// memory is keyed by these.
 nb::tuple describe(nb::list inputs) {
   const std::size_t n = inputs.size();
   nb::list shapes, dtypes;
@@ -46,7 +61,7 @@ nb::tuple describe(nb::list inputs) {
       PyObject* shape = PySequence_Tuple(x.attr("shape").ptr());  // tuple(x.shape)
       if (shape == nullptr) nb::raise_python_error();
       shapes.append(nb::steal(shape));
-      dtypes.append(x.attr("dtype"));
+      dtypes.append(jk_dtype_or_same(x.attr("dtype")));
     } else {
       shapes.append(nb::none());
       dtypes.append(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(x.ptr()))).attr("__name__"));
@@ -56,15 +71,18 @@ nb::tuple describe(nb::list inputs) {
 }
 
 // Appends `value` as compact JSON when it is made of None, bools, ints that
-// fit int64, printable-ASCII strings, lists and tuples: what
-// json.dumps(value, separators=(",", ":")) writes for it. False for anything
-// else (floats, other strings, other types): the caller uses json.dumps.
+// fit int64, printable-ASCII strings, jitkernel dtypes (their names), lists
+// and tuples: what json.dumps(value, separators=(",", ":")) writes for it
+// (with dtypes as names). False for anything else (floats, other strings,
+// other types): the caller writes it in Python.
 bool append_plain(std::string& out, nb::handle value, int depth) {
   PyObject* v = value.ptr();
   if (v == Py_None) {
     out += "null";
   } else if (PyBool_Check(v)) {
     out += v == Py_True ? "true" : "false";
+  } else if (is_jk_dtype(value)) {
+    json::append_string(out, dtype_name(reinterpret_cast<DTypeObject*>(v)->value));
   } else if (PyLong_CheckExact(v)) {
     int overflow = 0;
     const long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -145,11 +163,13 @@ void bind(nb::module_& m) {
   m.attr("_tune_decision_magic") = nb::bytes(kMagic.data(), kMagic.size());
   m.attr("_tune_decision_max_bytes") = kMaxPayload;
   m.def("_tune_describe", &describe, "inputs"_a,
-        "(shapes, dtypes) of a tuned call's inputs (an array: tuple(shape), dtype; a scalar: None, its type's "
-        "name).");
+        "(shapes, dtypes) of a tuned call's inputs (an array: tuple(shape), its jitkernel dtype where it has "
+        "one; a scalar: None, its type's name).");
+  m.def("_tune_dtype", &jk_dtype_or_same, "dtype"_a,
+        "The jitkernel dtype of a dtype-like, or the object itself when it has none.");
   m.def("_tune_bucket_json", &bucket_json, "value"_a.none(),
-        "Compact JSON of a key bucket made of None, bools, int64s, printable-ASCII strings, lists and tuples "
-        "(what json.dumps writes); None for anything else.");
+        "Compact JSON of a key bucket made of None, bools, int64s, printable-ASCII strings, jitkernel dtypes "
+        "(as names), lists and tuples (what json.dumps writes); None for anything else.");
   m.def("_tune_identity_text", &identity_text, "name"_a, "arch"_a,
         "The GPU's part of a tuning decision's key (name and architecture, length-prefixed).");
   m.def(

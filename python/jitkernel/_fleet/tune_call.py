@@ -134,8 +134,8 @@ class Autotuned:
         return list(inputs)
 
     def _memory_key(self, shapes, dtypes, output_dtypes, outputs):
-        out = (tuple(output_dtypes) if isinstance(output_dtypes, (list, tuple)) else
-               tuple(o.dtype for o in outputs) if isinstance(outputs, (list, tuple)) else None)
+        out = (tuple(map(_core._tune_dtype, output_dtypes)) if isinstance(output_dtypes, (list, tuple)) else
+               tuple(_core._tune_dtype(o.dtype) for o in outputs) if isinstance(outputs, (list, tuple)) else None)
         if self.key is None:
             return shapes, dtypes, out
         bucket = self.key(shapes, tuple(_dtype_name(d) for d in dtypes))
@@ -147,16 +147,16 @@ class Autotuned:
         return bucket, out
 
     def _bucket_text(self, memory_key) -> str:
-        """The key bucket as stored: JSON of the (normalised) memory key."""
+        """The key bucket as stored: JSON of the (normalised) memory key, dtypes as names."""
+        text = _core._tune_bucket_json(memory_key)  # the common buckets in one call, without a JSON encoder
+        if text is not None:
+            return text
         if self.key is None:
             shapes, dtypes, out = memory_key
             value = [shapes, [_dtype_name(d) for d in dtypes], None if out is None else [_dtype_name(d) for d in out]]
         else:
             bucket, out = memory_key
             value = [bucket, None if out is None else [_dtype_name(d) for d in out]]
-        text = _core._tune_bucket_json(value)  # the common buckets, without building a JSON encoder
-        if text is not None:
-            return text
         try:
             return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError):
