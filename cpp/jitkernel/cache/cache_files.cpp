@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -21,9 +22,14 @@
 namespace jk::cache {
 namespace {
 
-constexpr std::string_view kEntrySuffix = ".jkc";
-constexpr std::string_view kAliasSuffix = ".jka";
-constexpr std::string_view kDecisionSuffix = ".jkt";
+// Indexed by EntryKind's value.
+constexpr EntryKind kKinds[] = {EntryKind::Binary, EntryKind::Alias, EntryKind::Decision};
+const EntryKindFacts kKindFacts[] = {
+    {".jkc", "the compiled kernel", "it is compiled again when needed"},
+    {".jka", "the serving alias", "a machine without NVRTC will not find this kernel through it"},
+    {".jkt", "the tuning decision", "the next process tunes this kernel again"},
+};
+static_assert(std::size(kKinds) == std::size(kKindFacts), "one row of facts per entry kind");
 constexpr std::string_view kTempSuffix = ".tmp";
 // Temp files older than this are left over from a crashed writer.
 constexpr std::int64_t kStaleTempSeconds = 3600;
@@ -45,7 +51,7 @@ bool is_key_hex(std::string_view s) {
 
 // "<key hex>.jkc", ".jka" or ".jkt": an entry's (or record's) name, its kind in `kind`.
 bool is_entry_name(std::string_view name, EntryKind& kind) {
-  for (EntryKind k : {EntryKind::Binary, EntryKind::Alias, EntryKind::Decision}) {
+  for (EntryKind k : kKinds) {
     const std::string_view suffix = entry_suffix(k);
     if (ends_with(name, suffix) && is_key_hex(name.substr(0, name.size() - suffix.size()))) {
       kind = k;
@@ -92,16 +98,9 @@ bool is_temp_name(std::string_view name, std::uint64_t& reserved) {
 
 }  // namespace
 
-std::string_view entry_suffix(EntryKind kind) {
-  switch (kind) {
-    case EntryKind::Alias:
-      return kAliasSuffix;
-    case EntryKind::Decision:
-      return kDecisionSuffix;
-    case EntryKind::Binary:
-      break;
-  }
-  return kEntrySuffix;
+const EntryKindFacts& entry_kind_facts(EntryKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  return kKindFacts[i < std::size(kKindFacts) ? i : 0];
 }
 
 std::string entry_name(const Digest& key, EntryKind kind) { return to_hex(key) + std::string(entry_suffix(kind)); }

@@ -26,9 +26,18 @@ inline constexpr const char* kEntryFolder = "kernels";
 inline constexpr const char* kRecordFolder = "records";
 inline constexpr std::size_t kEntries = 0, kRecords = 1;
 
-// The file name suffix of an entry kind (store.hpp's EntryKind): ".jkc"
-// for a binary (and a record), ".jka" for an alias, ".jkt" for a decision.
-std::string_view entry_suffix(EntryKind kind);
+// What the cache says of each entry kind (store.hpp's EntryKind), in one
+// row per kind: the file name suffix (".jkc" for a binary and a record,
+// ".jka" for an alias, ".jkt" for a decision), what the entry is and what
+// is lost when it cannot be stored (the "cannot store" warning's words).
+struct EntryKindFacts {
+  std::string_view suffix;
+  const char* thing;
+  const char* without_it;
+};
+const EntryKindFacts& entry_kind_facts(EntryKind kind);
+
+inline std::string_view entry_suffix(EntryKind kind) { return entry_kind_facts(kind).suffix; }
 
 // "<key hex>" + entry_suffix(kind): the name of the entry (or record) for `key`.
 std::string entry_name(const Digest& key, EntryKind kind = EntryKind::Binary);

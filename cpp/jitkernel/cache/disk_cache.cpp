@@ -217,27 +217,10 @@ void write_failed(Config& c, const std::string& what, int error) {
 // One entry that cannot be stored (something we cannot replace is in its
 // place): the others still are; one warning.
 // What an entry of `kind` holds, and what happens without it, for the warning below.
-const char* stored_thing(EntryKind kind) {
-  switch (kind) {
-    case EntryKind::Alias: return "the serving alias";
-    case EntryKind::Decision: return "the tuning decision";
-    case EntryKind::Binary: break;
-  }
-  return "the compiled kernel";
-}
-
-const char* without_it(EntryKind kind) {
-  switch (kind) {
-    case EntryKind::Alias: return "a machine without NVRTC will not find this kernel through it";
-    case EntryKind::Decision: return "the next process tunes this kernel again";
-    case EntryKind::Binary: break;
-  }
-  return "it is compiled again when needed";
-}
-
 void entry_not_stored(const std::string& path, EntryKind kind, const std::string& what, int error) {
-  emit({{"entry", std::string("cannot store ") + stored_thing(kind) + " " + path + " (" + what + ": " +
-                      errno_text(error) + "); " + without_it(kind) + ", other entries are still stored"}});
+  const EntryKindFacts& facts = entry_kind_facts(kind);
+  emit({{"entry", std::string("cannot store ") + facts.thing + " " + path + " (" + what + ": " +
+                      errno_text(error) + "); " + facts.without_it + ", other entries are still stored"}});
 }
 
 enum class Where { None, Folder, Tier };

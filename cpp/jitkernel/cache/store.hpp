@@ -33,6 +33,7 @@ using Key = Digest;
 // NVRTC can compute: cuda/nvrtc/serving_alias.hpp), or an autotuning decision
 // ("<key hex>.jkt": python/jitkernel/_fleet/tune_decisions.py). All have the
 // entry format (entry.hpp); an entry is only ever served as its own kind.
+// Each kind's suffix and words: cache_files.hpp's entry_kind_facts.
 enum class EntryKind : unsigned char { Binary, Alias, Decision };
 
 // What one load found.
