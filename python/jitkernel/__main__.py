@@ -4,7 +4,8 @@ it sees. Both exit non-zero when something is wrong. `python -m jitkernel cache 
 locates the compile cache folder (info and path also list its read-only tiers); `cache export|import FILE` writes or
 reads a bundle of its entries (_fleet/bundle.py); `cache tuned` lists the autotuning decisions stored (kernel, key,
 chosen configuration, each candidate's time; _fleet/autotune.py). `python -m jitkernel precompile --arch sm_80,sm_90a (--calls
-module:function | --record FILE)` compiles kernels into the cache ahead of time, without a GPU (_fleet/precompile.py).
+module:function | --record FILE) [--tune]` compiles kernels into the cache ahead of time, without a GPU (with --tune,
+on the target GPU, it decides autotuned kernels too: _fleet/precompile.py).
 `python -m jitkernel sanitize [--tool memcheck] -- script.py args` runs a program under compute-sanitizer with its
 reports naming jitkernel kernels and body lines (_sanitize.py). `python -m jitkernel --version` prints the version; `doctor --json` prints the doctor's report as JSON;
 `--cmake-dir` prints the folder of the C++ API's CMake package (docs/cpp_api.md).
@@ -196,7 +197,7 @@ def bundle(action: str, args) -> int:
 
 
 def precompile(args) -> int:
-    """`precompile --arch A,B (--calls module:function | --record FILE)`."""
+    """`precompile --arch A,B (--calls module:function | --record FILE) [--tune]`."""
     try:
         if args.calls is not None:
             module, _, qualname = args.calls.partition(":")
@@ -208,12 +209,14 @@ def precompile(args) -> int:
                 calls = getattr(calls, part)
         else:
             calls = args.record
-        r = jk.precompile(calls, args.arch)
+        r = jk.precompile(calls, args.arch, tune=args.tune)
     except jk.JitKernelError as e:
         print(f"precompile: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     print(f"precompiled {r.kernels} kernel{'' if r.kernels == 1 else 's'} ({r.calls} calls) for {', '.join(r.archs)}: "
           f"{r.compiled} compiled, {r.cached} already cached, in {r.cache_dir}")
+    if args.tune:
+        print(f"autotuning: {r.decisions} bucket{'' if r.decisions == 1 else 's'} decided, {r.tuned} timed now")
     return 0
 
 
@@ -277,6 +280,9 @@ def main(argv=None) -> int:
             source.add_argument("--calls", metavar="MODULE:FUNCTION",
                                 help="a function (no arguments) that makes the kernel calls")
             source.add_argument("--record", metavar="FILE", help="a call record written with JITKERNEL_RECORD")
+            command.add_argument("--tune", action="store_true",
+                                 help="also decide the autotuned kernels' buckets on this machine's GPU (one of "
+                                      "ARCHS), for `cache export` to ship")
         if name == "sanitize":
             command.add_argument("--tool", default="memcheck", choices=_sanitize.TOOLS,
                                  help="the sanitizer's tool (default: memcheck)")

@@ -6,18 +6,22 @@ architectures then loads every kernel from the disk cache (no NVRTC compile).
 compile: see ``Session``) or the path of a call record a previous run wrote (``JITKERNEL_RECORD``, read by
 record_replay.py). Both compile through ``kernel.compile(..., arch=)``, whose cache key is the one a launch on a GPU of
 that architecture uses. docs/precompile.md describes the commands and formats.
+
+With ``tune=True`` (a GPU of one of ``archs`` present) the buckets of autotuned kernels are decided too, as an eager
+call would decide them (docs/autotuning.md): the session's interception is suspended for the tuning launches only.
 """
 from __future__ import annotations
 
 import os
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels import call_routes
-from . import record_replay
+from . import record_replay, tune_ahead
 from .cache import cache_info
 from .placeholders import ShapeDtype, placeholder
 
@@ -41,15 +45,29 @@ class PrecompileReport:
     compiled: int  # of those, compiled by NVRTC now (disk cache misses)
     cached: int  # of those, already in the cache
     cache_dir: str  # the compile cache folder they are in
+    decisions: int = 0  # tune=True: autotuning buckets decided (found stored, or timed now)
+    tuned: int = 0  # of those, timed now
 
 
 class Compiler:
     """Compiles (kernel, signature) pairs for ``archs``, each pair once (keyed by its call-record line)."""
 
-    def __init__(self, archs: tuple):
-        self.archs = archs
+    def __init__(self, archs: tuple, tune: bool = False):
+        self.archs, self.tune = archs, tune
         self.seen: set = set()
         self.calls = 0
+        self.decided: set = set()  # tune=True: the buckets decided, as (tuned object's static key, bucket)
+        self.tuned = 0  # of those, timed now
+        self.tuning_misses = 0  # compiles the tuning itself made (its helper kernels): not binaries of ``archs``
+
+    @contextmanager
+    def tuning(self):
+        """Counts what the tuning launches inside compile (its helper kernels), apart from the binaries."""
+        before = cache_info().misses
+        try:
+            yield
+        finally:
+            self.tuning_misses += cache_info().misses - before
 
     def add(self, impl, inputs, output_dtypes, template) -> None:
         """``impl``: a kernel made with names; list-form arguments."""
@@ -81,6 +99,21 @@ class Session(Compiler):
         results = list(outs) if outs is not None else [placeholder(s, d) for s, d in zip(shapes, dtypes)]
         return dict(zip(out_names, results)) if dict_form else results
 
+    @contextmanager
+    def suspended(self):
+        """Kernel calls launch instead of compiling while this runs (an autotuned bucket's timing runs under
+        ``tune=True``). The interception is process-wide: calls other threads make meanwhile launch too."""
+        with _session_lock:
+            call_routes.precompile_session = None
+            _core._calls_to_python(False)
+        try:
+            with self.tuning():
+                yield
+        finally:
+            with _session_lock:
+                _core._calls_to_python(True)
+                call_routes.precompile_session = self
+
 
 def archs_arg(archs) -> tuple:
     """The architectures as a tuple: a list of names, or one string of comma-separated names."""
@@ -96,38 +129,44 @@ def archs_arg(archs) -> tuple:
     return tuple(dict.fromkeys(archs))
 
 
-def precompile(calls, archs) -> PrecompileReport:
+def precompile(calls, archs, tune: bool = False) -> PrecompileReport:
     """Compiles kernels for ``archs`` (e.g. ``["sm_80", "sm_90a", "sm_100a"]`` or ``"sm_80,sm_90a"``) into the
     compile cache; no GPU needed. ``calls``: a function taking no arguments that makes the kernel calls (while it
     runs, a CUDA kernel call compiles and returns placeholder outputs instead of launching; inputs may be NumPy
     arrays or ``jitkernel.ShapeDtype(shape, dtype)``), or the path of a call record (``JITKERNEL_RECORD``).
+    ``tune=True``: also decide every autotuned bucket the calls reach (timing on this machine's GPU, whose
+    architecture must be one of ``archs``), so that ``export_cache`` ships the decisions.
     Returns a ``PrecompileReport``. The cache must be enabled and writable (``cache_info().enabled``)."""
     archs = archs_arg(archs)
+    if not isinstance(tune, bool):
+        raise ArgumentTypeError("tune", f"expected True or False, got {type(tune).__name__}")
+    if tune:
+        tune_ahead.check_gpu(archs)
     before = cache_info()
     if not before.enabled:
         raise JitKernelError(f"precompile: the compile cache is off ({before.disabled_reason or 'disabled'}), so "
                              f"nothing compiled would be kept; see python -m jitkernel cache info")
     if callable(calls):
-        compiler = _run_function(calls, archs)
+        compiler = _run_function(calls, archs, tune)
     elif isinstance(calls, (str, os.PathLike)):
-        compiler = Compiler(archs)
+        compiler = Compiler(archs, tune)
         record_replay.replay(os.fspath(calls), compiler)
     else:
         raise ArgumentTypeError("calls", f"expected a function that makes the kernel calls or the path of a call "
                                          f"record, got {type(calls).__name__}")
     after = cache_info()
     binaries = len(compiler.seen) * len(archs)
-    compiled = after.misses - before.misses
+    compiled = after.misses - before.misses - compiler.tuning_misses
     return PrecompileReport(archs, compiler.calls, len(compiler.seen), binaries, compiled,
-                            max(binaries - compiled, 0), after.path)
+                            max(binaries - compiled, 0), after.path, len(compiler.decided), compiler.tuned)
 
 
-def _run_function(fn, archs) -> Session:
+def _run_function(fn, archs, tune: bool) -> Session:
     """Runs ``fn()`` as the process's precompile session: every kernel call goes to the session."""
     with _session_lock:
         if call_routes.precompile_session is not None:
             raise JitKernelError("precompile: another precompile is running in this process")
-        session = call_routes.precompile_session = Session(archs)
+        session = call_routes.precompile_session = Session(archs, tune)
         _core._calls_to_python(True)
     try:
         fn()

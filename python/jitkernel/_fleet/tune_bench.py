@@ -20,6 +20,7 @@ import threading
 from .. import _core
 from .._errors import JitKernelError, KernelFaultError
 from .._kernels.cuda_kernel import cuda_kernel
+from .placeholders import ShapeDtype
 
 ROUNDS = 3
 TARGET_MS = 2.0  # GPU time of one candidate's batch per round
@@ -31,10 +32,13 @@ _helpers: dict = {}  # the two helper kernels below, made on first use (not at i
 
 
 def _helper(name: str):
-    """``wait``: spins on the GPU for ``ns`` nanoseconds; ``copy``: copies ``n`` elements ``src`` -> ``dst``."""
+    """``wait``: spins on the GPU for ``ns`` nanoseconds; ``copy``: copies ``n`` elements ``src`` -> ``dst``;
+    ``zeros``: an output of zeros (``init_value``)."""
     kernel = _helpers.get(name)
     if kernel is None:
-        if name == "wait":
+        if name == "zeros":  # the output is filled by init_value; the body writes nothing
+            kernel = cuda_kernel(name="jk_tune_zeros", input_names=["n"], output_names=["out"], source="(void)n;")
+        elif name == "wait":
             kernel = cuda_kernel(name="jk_tune_wait", input_names=["ns"], output_names=["done"], source="""
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -100,13 +104,42 @@ def clone(x):
     if type(x).__module__.startswith(("jax", "jaxlib")):
         return x
     if isinstance(x, _core.Array):
-        n = 1
-        for d in x.shape:
-            n *= d
-        (copy,) = _helper("copy")(inputs=[x, n], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
-                        grid=(max(n, 1), 1, 1), threadgroup=(256, 1, 1), template=None)
-        return copy
+        return _device_copy(x)
     return x.copy()  # NumPy, CuPy
+
+
+def _device_copy(x):
+    """A ``jk.Array`` copy of ``x`` (a ``jk.Array`` or a NumPy array, uploaded by the call)."""
+    n = 1
+    for d in x.shape:
+        n *= d
+    (copy,) = _helper("copy")(inputs=[x, n], output_shapes=[tuple(x.shape)], output_dtypes=[x.dtype],
+                              grid=(max(n, 1), 1, 1), threadgroup=(256, 1, 1), template=None)
+    return copy
+
+
+def zeros(shape, dtype):
+    """A ``jk.Array`` of zeros (on the default device)."""
+    (out,) = _helper("zeros")(inputs=[0], output_shapes=[tuple(shape)], output_dtypes=[dtype], grid=(1, 1, 1),
+                              threadgroup=(1, 1, 1), init_value=0)
+    return out
+
+
+def on_device(inputs) -> list:
+    """The inputs of a precompile session's tuning, on the GPU: a ``ShapeDtype`` or a placeholder (a NumPy array
+    whose elements are all one element, ``placeholders.placeholder``) becomes a ``jk.Array`` of zeros, another NumPy
+    array a ``jk.Array`` copy of it (uploaded once, not on every timed run); device arrays and scalars stay."""
+    np = sys.modules.get("numpy")
+    out = []
+    for x in inputs:
+        if isinstance(x, ShapeDtype) or (np is not None and isinstance(x, np.ndarray) and x.ndim
+                                                and not any(x.strides)):
+            out.append(zeros(x.shape, x.dtype))
+        elif np is not None and isinstance(x, np.ndarray) and x.ndim:
+            out.append(_device_copy(x))
+        else:
+            out.append(x)
+    return out
 
 
 class Candidates:

@@ -213,8 +213,9 @@ class Autotuned:
             index = self._chosen.get(memory_key)
             if index is not None:
                 return index
-            if call_routes.precompile_session is not None:
-                return self._precompile(inputs, shapes, call)
+            session = call_routes.precompile_session
+            if session is not None:
+                return self._precompile(memory_key, inputs, shapes, dtypes, call, session)
             bucket = self._bucket_text(memory_key)
             device = tune_bench.device_of(inputs)
             try:
@@ -268,13 +269,22 @@ class Autotuned:
                           stacklevel=stacklevel)
         return 0
 
-    def _precompile(self, inputs, shapes, call) -> int:
-        """In a precompile session: compiles every candidate (the session turns each call into compiles)."""
+    def _precompile(self, memory_key, inputs, shapes, dtypes, call, session) -> int:
+        """In a precompile session: compiles every candidate (the session turns each call into compiles); with
+        ``tune=True`` then decides the bucket as an eager call would, on GPU copies of the inputs (zeros for
+        placeholders), with the session's interception suspended for those launches only."""
         for i in range(len(self.configs)):
             launch = self._launch(i, shapes, call["grid"], call["threadgroup"], call["template"])
             self.kernel(inputs=inputs, output_shapes=call["output_shapes"], output_dtypes=call["output_dtypes"],
                         outputs=call["outputs"], init_value=call["init_value"], **launch)
-        return 0
+        if not session.tune:
+            return 0
+        tuned = self.stats["tuned"]
+        with session.suspended():
+            index = self._decide(memory_key, tune_bench.on_device(inputs), shapes, dtypes, call)
+        session.decided.add((self._static, self._bucket_text(memory_key)))
+        session.tuned += self.stats["tuned"] - tuned
+        return index
 
     def _tune(self, key, identity, bucket, inputs, shapes, call, device) -> tuple:
         """Times every candidate, stores the decision and returns (its payload, the chosen index)."""
