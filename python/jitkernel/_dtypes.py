@@ -106,3 +106,12 @@ def _convert(x, argument: str, prefix: str) -> DType:
             return _by_name(nd.name, argument, prefix, f"NumPy dtype {nd.name} is not supported")
     raise ArgumentTypeError(argument, f"{prefix}expected a dtype (jitkernel.float32, a NumPy/PyTorch/JAX dtype "
                                       f"or a name such as 'float32'), got {type(x).__name__} {x!r}")
+
+
+def scalar_value(dtype: DType, raw: bytes):
+    """A recorded scalar's value from its bytes: a Python bool, else a NumPy scalar of its exact dtype."""
+    if dtype.name == "bool":
+        return raw != b"\0"
+    import numpy as np  # import jitkernel imports no array framework, NumPy included
+
+    return np.frombuffer(raw, dtype=numpy_dtype(dtype))[0]

@@ -3,7 +3,9 @@
 // its string arguments, XLA as one record), and their decoding back into
 // what Python rebuilds a kernel and a call from. One codec, in C++; Python
 // never parses these texts itself. A precompiled kernel's text carries its
-// binary: its format is read from the bytes here, never taken on trust.
+// binary: its format is read from the bytes here, never taken on trust. Tuned
+// call records (engine/tuned_record.hpp) too: an autotuned call's
+// JITKERNEL_RECORD line, and its decoding for replay.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -20,6 +22,8 @@
 #include "jitkernel/cuda/binary/binary_image.hpp"
 #include "jitkernel/cuda/launch/precompiled_kernel.hpp"
 #include "jitkernel/engine/call_record.hpp"
+#include "jitkernel/engine/record_file.hpp"
+#include "jitkernel/engine/tuned_record.hpp"
 
 namespace jk::py {
 namespace {
@@ -300,6 +304,45 @@ nb::dict call_object(const RecordedCall& c) {
   return d;
 }
 
+// A space entry as Config.to_json writes it (lists, {"dtype": name}).
+nb::dict config_object(const TunedConfig& c) {
+  nb::list templ;
+  for (const TemplateArg& t : c.template_args) {
+    nb::object value;
+    if (t.kind == TemplateArg::Kind::Int) value = nb::cast(t.int_value);
+    else if (t.kind == TemplateArg::Kind::Bool) value = nb::bool_(t.int_value != 0);
+    else {
+      nb::dict d;
+      d["dtype"] = dtype_name(t.dtype);
+      value = d;
+    }
+    nb::list pair;
+    pair.append(nb::str(t.name.data(), t.name.size()));
+    pair.append(value);
+    templ.append(pair);
+  }
+  nb::dict d;
+  d["template"] = templ;
+  d["threadgroup"] = c.threadgroup ? nb::object(nb::list(dims_object(c.threadgroup))) : nb::none();
+  d["grid"] = c.grid ? nb::object(nb::list(dims_object(c.grid))) : nb::none();
+  return d;
+}
+
+nb::dict tuned_object(const TunedRecord& t) {
+  nb::dict d;
+  d["record"] = nb::str(t.record.data(), t.record.size());
+  d["static"] = t.static_key;
+  d["bucket"] = nb::str(t.bucket.data(), t.bucket.size());
+  nb::list space, launches;
+  for (const TunedConfig& c : t.space) space.append(config_object(c));
+  for (const TunedLaunch& l : t.launches) launches.append(nb::make_tuple(dims_object(l.grid), dims_object(l.threadgroup)));  // Dim3 -> optional
+  d["space"] = space;
+  d["launches"] = launches;
+  d["warmup"] = t.warmup;
+  d["reps"] = t.reps ? nb::cast(*t.reps) : nb::none();
+  return d;
+}
+
 void bind(nb::module_& m) {
   m.def("encode_kernel", &encode_kernel_py, nb::arg("name"), nb::arg("input_names").none(),
         nb::arg("output_names").none(), nb::arg("source"), nb::arg("header"), nb::arg("ensure_row_contiguous"),
@@ -329,6 +372,25 @@ void bind(nb::module_& m) {
           auto [k, c] = decode_record(text_arg(text, argument), argument);
           return nb::make_tuple(kernel_object(k), call_object(c));
         }, nb::arg("text"), nb::arg("argument"), "A record as (kernel arguments, call) dicts (internal).");
+  m.def("_recording", &recording, "Whether calls are recorded (JITKERNEL_RECORD; internal).");
+  m.def(
+      "_record_tuned",
+      [](nb::handle text) {
+        const std::string line = encode_tuned(decode_tuned(text_arg(text, "record"), "record", false));
+        nb::gil_scoped_release unlocked;
+        record_line(line);
+        return line;
+      },
+      nb::arg("text"),
+      "Checks a tuned call record (any key order), appends its canonical line to the record file once per process "
+      "when recording, and returns the line (internal: autotuning).");
+  m.def(
+      "decode_tuned_record",
+      [](nb::handle text, const char* argument) {
+        return tuned_object(decode_tuned(text_arg(text, argument), argument, true));
+      },
+      nb::arg("text"), nb::arg("argument"),
+      "A tuned call record line as a dict; ArgumentError naming `argument` (internal).");
 }
 
 const Registration reg(order::kernel + 6, "call_record", bind);

@@ -71,21 +71,23 @@ std::string call_record_line(const KernelSpec& spec, const CallSignature& signat
   return encode_record(encode_kernel(RecordedKernel{spec, true, ""}), encode_call(signature_record(spec, signature)));
 }
 
-void record_call(const KernelSpec& spec, const Backend& backend, const CallSignature& signature) {
+namespace {
+
+// The record file's path ("" : not recording), read from JITKERNEL_RECORD on first use.
+std::string record_path() {
   Recorder& r = recorder();
-  std::string path;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.configured) {
-      const char* env = std::getenv("JITKERNEL_RECORD");
-      r.path = env != nullptr ? env : "";
-      r.configured = true;
-    }
-    if (r.path.empty()) return;
-    path = r.path;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (!r.configured) {
+    const char* env = std::getenv("JITKERNEL_RECORD");
+    r.path = env != nullptr ? env : "";
+    r.configured = true;
   }
-  if (std::strcmp(backend.name(), "cuda") != 0) return;
-  const std::string line = call_record_line(spec, signature);
+  return r.path;
+}
+
+// Appends `line` to the file at `path` unless this process wrote it already.
+void append_once(const std::string& path, const std::string& line) {
+  Recorder& r = recorder();
   const cache::Digest digest = cache::sha256(line);
   std::string error;
   {
@@ -98,6 +100,21 @@ void record_call(const KernelSpec& spec, const Backend& backend, const CallSigna
   if (!error.empty())
     cache::warn("JITKERNEL_RECORD", "JITKERNEL_RECORD='" + path + "': cannot append a call record (" + error +
                                         "); calls are not recorded");
+}
+
+}  // namespace
+
+void record_call(const KernelSpec& spec, const Backend& backend, const CallSignature& signature) {
+  const std::string path = record_path();
+  if (path.empty() || std::strcmp(backend.name(), "cuda") != 0) return;
+  append_once(path, call_record_line(spec, signature));
+}
+
+bool recording() { return !record_path().empty(); }
+
+void record_line(const std::string& line) {
+  const std::string path = record_path();
+  if (!path.empty()) append_once(path, line);
 }
 
 void set_call_record_path(const std::string& path) {

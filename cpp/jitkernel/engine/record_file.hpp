@@ -11,7 +11,8 @@
 // recorded), once per distinct line and process, with one write() on a
 // file opened O_APPEND, so many processes can append to one file. A file
 // that cannot be written is reported once (a CacheWarning) and recording
-// goes on trying for later lines.
+// goes on trying for later lines. Autotuned calls add a line of their own
+// kind per decided key bucket (tuned_record.hpp, through record_line).
 #pragma once
 
 #include <string>
@@ -28,6 +29,13 @@ std::string call_record_line(const KernelSpec& spec, const CallSignature& signat
 // Appends the line of (spec, signature) to the record file, if recording and
 // the backend is CUDA and this process has not written the line yet.
 void record_call(const KernelSpec& spec, const Backend& backend, const CallSignature& signature);
+
+// Whether a record file is set (JITKERNEL_RECORD or set_call_record_path).
+bool recording();
+
+// Appends `line` (another record kind's text, without its newline: tuned_record.hpp) to the record file, if
+// recording and this process has not written the line yet.
+void record_line(const std::string& line);
 
 // Sets the record file ("" stops recording), replacing what JITKERNEL_RECORD
 // said; lines already written are not written again.

@@ -7,7 +7,8 @@ in: a JITKERNEL_RECORD line, a JAX program's ``jk_call`` attribute or a torch op
 record all replay. A record is data, never code: the core decodes it (strict JSON, exact fields and types, format
 version, canonical form) before anything is made of it, and only then does it become ``cuda_kernel(...)`` and
 ``kernel.compile(...)`` arguments. Every refusal is a ``RecordError`` naming the file and line. Equal lines are
-compiled once.
+compiled once. A tuned call record (an autotuned call's line, tune_ahead.py) compiles every candidate, and with
+``precompile(..., tune=True)`` decides its bucket on this machine's GPU.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .. import _core
 from .._dtypes import numpy_dtype
 from .._errors import ArgumentError, ArgumentTypeError, RecordError
 from .._kernels.cuda_kernel import cuda_kernel, decoded_options
+from . import tune_ahead
 from .placeholders import placeholder
 
 MAX_LINE_BYTES = 64 << 20  # a kernel's source and header are in its line
@@ -36,18 +38,38 @@ def _placeholder(entry, i: int):
     return placeholder(tuple(1 if d is None else d for d in shape), dtype)
 
 
-def _decode(text: str):
-    """(cuda_kernel arguments, inputs, output dtypes, template) of one line, or None for a precompiled kernel's
-    line (nothing to compile); the core's ArgumentError otherwise."""
+def _parts(text: str):
+    """(cuda_kernel arguments, the decoded call) of a record's text, or None for a precompiled kernel's line
+    (nothing to compile); the core's ArgumentError otherwise."""
     kernel, call = _core.decode_record(text.rstrip("\r\n"), "record")
     if kernel.get("backend") == "precompiled":
         return None  # a precompiled_cuda_kernel entry point: its binary is compiled already
     del kernel["backward"]
     kernel["compile_options"] = decoded_options(kernel["compile_options"])  # checked as recorded
+    kernel["input_names"], kernel["output_names"] = list(call["input_names"]), list(call["output_names"])
+    return kernel, call
+
+
+def _decode(text: str):
+    """(cuda_kernel arguments, inputs, output dtypes, templates to compile, tuned) of one line, or None for a
+    precompiled kernel's line; ``tuned``: (the tuned line's fields, its decoded call) for a tuned call record
+    (tune_ahead.py: one template per candidate), else None. The core's ArgumentError when not a record."""
+    tuned = None
+    if text.startswith(tune_ahead.TUNED_PREFIX):
+        fields, parts, templates = tune_ahead.replayed(text, _parts)
+    else:
+        parts = _parts(text)
+        templates = None
+    if parts is None:
+        return None
+    kernel, call = parts
+    if templates is None:
+        templates = [list(call["template"])]
+    else:
+        tuned = (fields, call)
     inputs = [_placeholder(entry, i) for i, entry in enumerate(call["inputs"])]
     dtypes = [dtype for dtype, _ in call["outputs"]]
-    kernel["input_names"], kernel["output_names"] = list(call["input_names"]), list(call["output_names"])
-    return kernel, inputs, dtypes, list(call["template"])
+    return kernel, inputs, dtypes, templates, tuned
 
 
 def lines(path: str):
@@ -81,7 +103,8 @@ def lines(path: str):
 
 
 def replay(path: str, compiler) -> None:
-    """Compiles every kernel the record at ``path`` names with ``compiler`` (precompile.Compiler). All lines are
+    """Compiles every kernel the record at ``path`` names with ``compiler`` (precompile.Compiler); a tuned call
+    record's candidates all, and with ``compiler.tune`` its bucket is then decided on this GPU. All lines are
     checked before the first compile."""
     decoded, kernels = [], {}
     for number, text in lines(path):
@@ -89,16 +112,19 @@ def replay(path: str, compiler) -> None:
             decoded_line = _decode(text)
             if decoded_line is None:
                 continue
-            kernel_args, inputs, dtypes, template = decoded_line
+            kernel_args, inputs, dtypes, templates, tuned = decoded_line
             key = json.dumps(kernel_args, sort_keys=True)
             kernel = kernels.get(key) or cuda_kernel(**kernel_args)
             kernels[key] = kernel
         except (ArgumentError, ArgumentTypeError) as e:
             raise RecordError(path, number, f"not a valid call record: {e}") from None
-        decoded.append((number, kernel, inputs, dtypes, template))
-    for number, kernel, inputs, dtypes, template in decoded:
+        decoded.append((number, kernel, inputs, dtypes, templates, tuned))
+    for number, kernel, inputs, dtypes, templates, tuned in decoded:
         try:
-            compiler.add(kernel, inputs, dtypes, template)
+            for template in templates:
+                compiler.add(kernel, inputs, dtypes, template)
+            if tuned is not None and compiler.tune:
+                tune_ahead.decide(kernel, tuned[0], tuned[1], templates, compiler)
         except Exception as e:
             if hasattr(e, "add_note"):
                 e.add_note(f"while compiling {path} line {number}")

@@ -19,7 +19,7 @@ import warnings
 from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels import call_routes
-from . import tune_bench, tune_decisions
+from . import tune_bench, tune_decisions, tune_record
 from .tune_config import TuningWarning, _dims, _dtype_name, _template_value
 
 __all__ = ["Autotuned"]
@@ -233,6 +233,7 @@ class Autotuned:
             self.stats["loaded"] += 1
             self._payloads[bucket] = payload
             self._chosen[memory_key] = index
+            tune_record.record(self, bucket, inputs, shapes, call)
             return index
 
     def _tune_or_not(self, memory_key, key, identity, bucket, inputs, shapes, call, device) -> int:
@@ -255,6 +256,7 @@ class Autotuned:
                 claim.release()
         self._payloads[bucket] = payload
         self._chosen[memory_key] = index
+        tune_record.record(self, bucket, inputs, shapes, call)
         return index
 
     def _untuned(self, why_not: str, stacklevel: int) -> int:
@@ -292,13 +294,7 @@ class Autotuned:
         times, errors = _measure(candidates, self.warmup, self.reps)
         self.stats["tuned"] += 1
         self.stats["candidates_timed"] += sum(t is not None for t in times)
-        ran = [i for i, t in enumerate(times) if t is not None]
-        if not ran:
-            detail = "; ".join(f"{i} {c!r}: {e}" for i, (c, e) in enumerate(zip(self.configs, errors)))
-            raise ArgumentError("configs", f"no configuration of {self.kernel.name!r} ran on {identity['name']}: "
-                                           f"{detail}")
-        chosen = min(ran, key=lambda i: times[i])
-        payload = tune_decisions.encode(self.kernel.name, identity, self._space, bucket, times, errors, chosen)
+        payload, chosen = tune_decisions.choose(self.kernel.name, identity, self._space, bucket, times, errors)
         tune_decisions.store(key, payload)
         return payload, chosen
 

@@ -28,6 +28,7 @@ import time
 import warnings
 
 from .. import _core
+from .._errors import ArgumentError
 from .cache import CacheWarning, cache_info
 
 MAGIC: bytes = _core._tune_decision_magic
@@ -71,6 +72,17 @@ def encode(kernel_name: str, device: dict, space: list, bucket: str, times: list
             "chosen": chosen, "tuned_at": int(time.time())}
     head = f"{chosen} {space_digest(space)}\n".encode()
     return MAGIC + head + json.dumps(body, sort_keys=True, allow_nan=False).encode()
+
+
+def choose(kernel_name: str, device: dict, space: list, bucket: str, times: list, errors: list) -> tuple:
+    """(payload, chosen index) of a tuning's results: the fastest candidate that ran; ``ArgumentError("configs")``
+    listing each candidate's error when none ran."""
+    ran = [i for i, t in enumerate(times) if t is not None]
+    if not ran:
+        detail = "; ".join(f"{i} {c}: {e}" for i, (c, e) in enumerate(zip(space, errors)))
+        raise ArgumentError("configs", f"no configuration of {kernel_name!r} ran on {device['name']}: {detail}")
+    chosen = min(ran, key=lambda i: times[i])
+    return encode(kernel_name, device, space, bucket, times, errors, chosen), chosen
 
 
 def chosen_of(payload: bytes, digest: str, count: int) -> int | None:

@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 
 from .. import _core
-from .._dtypes import DType, _normalize, numpy_dtype
+from .._dtypes import DType, _normalize, scalar_value
 from .._errors import ArgumentTypeError
 
 _lock = threading.Lock()
@@ -75,15 +75,6 @@ def call_record(input_names, output_names, inputs, output_dtypes, output_ranks, 
     return _core.encode_call(list(input_names), list(output_names), [_input_entry(e) for e in inputs], outputs,
                              template, (None,) * 3, (None,) * 3, init_value, bool(verbose), bool(dict_form), 0,
                              False)
-
-
-def scalar_value(dtype: DType, raw: bytes):
-    """A recorded scalar's value from its bytes: a Python bool, else a NumPy scalar of its exact dtype."""
-    if dtype.name == "bool":
-        return raw != b"\0"
-    import numpy as np  # import jitkernel imports no array framework, NumPy included
-
-    return np.frombuffer(raw, dtype=numpy_dtype(dtype))[0]
 
 
 def record_of(fields: dict) -> CallRecord:
