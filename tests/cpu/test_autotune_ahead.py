@@ -13,7 +13,7 @@ import pytest
 
 import jitkernel as jk
 from jitkernel import _core
-from jitkernel._fleet import tune_call
+from jitkernel._fleet import tune_call, tune_decisions
 from jitkernel._kernels import call_routes
 from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
 from test_autotune import CALL, GPU, X, configs, fake, fresh_cache, grid, make_kernel  # noqa: F401 - fixtures
@@ -23,7 +23,7 @@ MOCK_PRELUDE = """
 import json
 import numpy as np
 import jitkernel as jk
-from jitkernel._fleet import tune_call
+from jitkernel._fleet import tune_call, tune_decisions
 from jitkernel._kernels import call_routes
 timed = []
 def measure(candidates, warmup, reps):
@@ -235,3 +235,40 @@ def test_tuned_line_template_clash_and_canonical_form(fresh_cache, tmp_path):
     (tmp_path / "bad.jsonl").write_text(line + "\n" + spaced + "\n")
     with pytest.raises(jk.RecordError, match="line 2"):
         jk.precompile(str(tmp_path / "bad.jsonl"), ["sm_90a"])
+
+
+# --- decisions in memory, per GPU model ---------------------------------------------------------------------------
+
+class OnDevice:
+    """An array on CUDA device ``ordinal`` as tune_bench.device_of sees it (nothing runs it: timing is faked)."""
+
+    def __init__(self, ordinal):
+        self.shape, self.dtype, self.ordinal = (1000,), np.dtype(np.float32), ordinal
+
+    def __dlpack_device__(self):
+        return (2, self.ordinal)
+
+
+def test_decisions_in_memory_are_per_gpu_model(fresh_cache):
+    """One tuned object called on two GPU models in one process: each model gets its own decision (before, the
+    second GPU ran the first one's choice from memory); GPUs all of one model share it without a device lookup."""
+    models = {0: {"name": "GPU A", "arch": "sm_90a"}, 1: {"name": "GPU B", "arch": "sm_80"}}
+    timed = []
+
+    def measure(candidates, warmup, reps):
+        timed.append(candidates.device)
+        return ([3.0, 1.0, 2.0] if candidates.device == 0 else [1.0, 3.0, 2.0]), [None] * 3
+
+    tune_call._set_measure(measure, models.__getitem__, devices=2)
+    tuned = jk.autotune(make_kernel(), configs=configs(), grid=grid)
+    assert tuned.tune(inputs=[OnDevice(0)], **CALL) == configs()[1]
+    assert tuned.tune(inputs=[OnDevice(1)], **CALL) == configs()[0]
+    for _ in range(2):  # from memory now
+        assert tuned.tune(inputs=[OnDevice(0)], **CALL) == configs()[1]
+        assert tuned.tune(inputs=[OnDevice(1)], **CALL) == configs()[0]
+    assert timed == [0, 1] and tune_call._one_gpu is None
+    tune_call._set_measure(measure, lambda device: models[0], devices=2)  # two GPUs of one model
+    again = jk.autotune(make_kernel(), configs=configs(), grid=grid)
+    assert again.tune(inputs=[OnDevice(1)], **CALL) == configs()[1]  # GPU A's decision, from disk
+    assert again.tune(inputs=[OnDevice(0)], **CALL) == configs()[1] and timed == [0, 1]
+    assert tune_call._one_gpu == tune_decisions.identity_text(models[0]) and again.stats["loaded"] == 1

@@ -31,16 +31,22 @@ _measure = tune_bench.measure  # (candidates, warmup, reps) -> (times, errors)
 _device_identity = None  # None: the GPU's (device_info); else device -> {"name", "arch"}
 _capturing = _core._stream_capturing  # (stream handle, device) -> whether a CUDA graph is being captured
 _identities: dict = {}  # device -> ({"name", "arch"}, its key text): a GPU's identity does not change
+# The key text of every visible GPU when they are all of one model (the common case: the warm path then needs
+# no device lookup), else None; asked at the process's first decision (_settle_gpus).
+_one_gpu = None
+_gpus_settled = False
+_fake_devices = 1  # GPUs a fake identity (_set_measure) has
 
 
-def _set_measure(measure, device_identity=None, capturing=None) -> None:
-    """Replaces candidate timing, the GPU's identity and the capture query (tests on machines without a GPU); with
-    ``measure`` None, the real ones come back."""
-    global _measure, _device_identity, _capturing
+def _set_measure(measure, device_identity=None, capturing=None, devices: int = 1) -> None:
+    """Replaces candidate timing, the GPU's identity (of ``devices`` GPUs) and the capture query (tests on machines
+    without a GPU); with ``measure`` None, the real ones come back."""
+    global _measure, _device_identity, _capturing, _one_gpu, _gpus_settled, _fake_devices
     fake = measure is not None
     _measure = measure if fake else tune_bench.measure
     _device_identity = device_identity if fake else None
     _identities.clear()
+    _one_gpu, _gpus_settled, _fake_devices = None, False, devices
     _capturing = (capturing or (lambda stream, device: False)) if fake else _core._stream_capturing
 
 
@@ -115,7 +121,7 @@ class Autotuned:
         bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
         shapes, dtypes = _core._tune_describe(inputs)
-        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs)
+        memory_key = self._memory_key(_one_gpu or _gpu_of(inputs), shapes, dtypes, output_dtypes, outputs)
         index = self._chosen.get(memory_key)
         if index is None:
             call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
@@ -133,29 +139,31 @@ class Autotuned:
                                               f"{type(inputs).__name__}")
         return list(inputs)
 
-    def _memory_key(self, shapes, dtypes, output_dtypes, outputs):
+    def _memory_key(self, gpu, shapes, dtypes, output_dtypes, outputs):
+        """What this process's decisions are kept under: the GPU's key text (None when not known yet: ``_decide``
+        puts it in), then the bucket as the call describes it (one tuple, as before the GPU was part of it)."""
         out = (tuple(map(_core._tune_dtype, output_dtypes)) if isinstance(output_dtypes, (list, tuple)) else
                tuple(_core._tune_dtype(o.dtype) for o in outputs) if isinstance(outputs, (list, tuple)) else None)
         if self.key is None:
-            return shapes, dtypes, out
+            return gpu, shapes, dtypes, out
         bucket = self.key(shapes, tuple(_dtype_name(d) for d in dtypes))
         try:
             hash(bucket)
         except TypeError:
             raise ArgumentTypeError("key", f"the key function returned an unhashable {type(bucket).__name__} "
                                            f"{bucket!r}: return ints, floats, strings or tuples of them") from None
-        return bucket, out
+        return gpu, bucket, out
 
     def _bucket_text(self, memory_key) -> str:
         """The key bucket as stored: JSON of the (normalised) memory key, dtypes as names."""
-        text = _core._tune_bucket_json(memory_key)  # the common buckets in one call, without a JSON encoder
+        text = _core._tune_bucket_json(memory_key[1:])  # the common buckets in one call, without a JSON encoder
         if text is not None:
             return text
         if self.key is None:
-            shapes, dtypes, out = memory_key
+            _, shapes, dtypes, out = memory_key
             value = [shapes, [_dtype_name(d) for d in dtypes], None if out is None else [_dtype_name(d) for d in out]]
         else:
-            bucket, out = memory_key
+            _, bucket, out = memory_key
             value = [bucket, None if out is None else [_dtype_name(d) for d in out]]
         try:
             return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
@@ -220,11 +228,16 @@ class Autotuned:
             device = tune_bench.device_of(inputs)
             try:
                 identity, identity_key = _identity(device)
+                _settle_gpus()
             except JitKernelError:
                 why_not = _tracing(inputs, call["outputs"])
                 if why_not is None:
                     raise
                 return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
+            memory_key = (identity_key,) + memory_key[1:]  # the GPU the call runs on
+            index = self._chosen.get(memory_key)
+            if index is not None:
+                return index
             # The key, the read and the head line's check in one call (tune_decisions.decision_key / load's).
             key, payload, index, _ = _core._tune_find(self._static, identity_key, bucket, self._digest,
                                                        len(self.configs))
@@ -348,3 +361,22 @@ def _identity(device: int) -> tuple:
             found = ({"name": name, "arch": arch}, text)
         _identities[device] = found
     return found
+
+
+
+def _gpu_of(inputs) -> str | None:
+    """The key text of the GPU a call's inputs are on, when this process has asked that GPU already (else None:
+    the call goes to ``_decide``, which asks). Only when the process's GPUs are of several models."""
+    found = _identities.get(tune_bench.device_of(inputs))
+    return None if found is None else found[1]
+
+
+def _settle_gpus() -> None:
+    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision)."""
+    global _one_gpu, _gpus_settled
+    if _gpus_settled:
+        return
+    count = _fake_devices if _device_identity is not None else _core.device_count()
+    texts = {_identity(d)[1] for d in range(count)}
+    _one_gpu = texts.pop() if len(texts) == 1 else None
+    _gpus_settled = True
