@@ -1,7 +1,9 @@
 """Autotuning on a GPU: the tuned kernel picks the truly fastest of a deliberately slow and a fast configuration;
 the caller's outputs are written once (a kernel that accumulates into its output shows it); an input the kernel
 modifies in place and that the call declares (restore_inputs) is modified once; a second process reads the decision
-and times nothing; jk arrays (NumPy inputs), torch and CuPy all work; under torch.compile and during CUDA graph
+and times nothing; a build machine decides the buckets ahead of time (``precompile(..., tune=True)``, or a call record
+replayed with ``precompile --record --tune``) and a fleet that imports its bundle times nothing; jk arrays (NumPy
+inputs), torch and CuPy all work; under torch.compile and during CUDA graph
 capture the stored decision is used (and without one, the first configuration with a TuningWarning).
 Each test uses a cache folder of its own."""
 from __future__ import annotations
@@ -134,6 +136,55 @@ def test_second_process_reads_the_decision(tmp_path):
     # The decision is an entry of its own kind: one .jkt beside the candidates' binaries (.jkc) and aliases.
     kinds = sorted(p.suffix for p in (tmp_path / "shared" / "kernels").iterdir())
     assert kinds.count(".jkt") == 1 and ".jkc" in kinds
+
+
+BUILD = PATHS + """
+import json, sys
+import jitkernel as jk
+from test_autotune_gpu import plus_one
+tuned = plus_one()
+def warm_up():
+    tuned(inputs=[jk.ShapeDtype((4096,), jk.float32)], output_shapes=[(4096,)], output_dtypes=[jk.float32])
+report = jk.precompile(warm_up, [jk.device_info(0)["arch"]], tune=True)
+bundle = jk.export_cache(sys.argv[1])
+print(json.dumps(dict(decisions=report.decisions, tuned=report.tuned, exported=bundle.decisions,
+                      stats=tuned.stats)))
+"""
+
+
+def _child(env, *args) -> dict:
+    p = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1]) if args[0] == "-c" else p.stdout
+
+
+def test_build_machine_tunes_and_a_fleet_starts_tuned(tmp_path):
+    """precompile(tune=True) on the GPU (placeholders tuned as zeros), export, import into a fresh folder: a
+    second process's first call loads the decision and times nothing."""
+    bundle = str(tmp_path / "tuned.jkbundle")
+    built = _child(dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "build")), "-c", BUILD, bundle)
+    assert (built["decisions"], built["tuned"], built["exported"]) == (1, 1, 1), built
+    assert built["stats"]["candidates_timed"] == 3, built
+    fleet = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "fleet"))
+    _child(fleet, "-m", "jitkernel", "cache", "import", bundle)
+    run = _child(fleet, "-c", CHILD)
+    assert run["ok"] and run["stats"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}, run
+    assert run["chosen"] == 1  # SLOW_US=0: the fastest, on zeros as on real data
+
+
+def test_record_replayed_with_tune_on_the_gpu(tmp_path):
+    """A program run with JITKERNEL_RECORD writes its tuned call's line; `precompile --record FILE --tune` in
+    another cache folder times the recorded launches and stores the decision under the program's key: the program
+    in that folder times nothing."""
+    record = str(tmp_path / "calls.jsonl")
+    live = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "live"), JITKERNEL_RECORD=record)
+    assert _child(live, "-c", CHILD)["stats"]["tuned"] == 1
+    build = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "build"))
+    out = _child(build, "-m", "jitkernel", "precompile", "--arch", jk.device_info(0)["arch"], "--record", record,
+                 "--tune")
+    assert "1 bucket decided, 1 timed now" in out, out
+    run = _child(build, "-c", CHILD)
+    assert run["ok"] and run["stats"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0} and run["chosen"] == 1
 
 
 def test_torch_compile_uses_the_stored_decision():
