@@ -228,12 +228,12 @@ class Autotuned:
             device = tune_bench.device_of(inputs)
             try:
                 identity, identity_key = _identity(device)
-                _settle_gpus()
             except JitKernelError:
                 why_not = _tracing(inputs, call["outputs"])
                 if why_not is None:
                     raise
                 return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
+            _settle_gpus()
             memory_key = (identity_key,) + memory_key[1:]  # the GPU the call runs on
             index = self._chosen.get(memory_key)
             if index is not None:
@@ -372,11 +372,15 @@ def _gpu_of(inputs) -> str | None:
 
 
 def _settle_gpus() -> None:
-    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision)."""
+    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision). A
+    GPU that cannot be asked leaves it None: calls then look their device up, which is always right."""
     global _one_gpu, _gpus_settled
     if _gpus_settled:
         return
-    count = _fake_devices if _device_identity is not None else _core.device_count()
-    texts = {_identity(d)[1] for d in range(count)}
-    _one_gpu = texts.pop() if len(texts) == 1 else None
     _gpus_settled = True
+    try:
+        count = _fake_devices if _device_identity is not None else _core.device_count()
+        texts = {_identity(d)[1] for d in range(count)}
+    except JitKernelError:
+        return
+    _one_gpu = texts.pop() if len(texts) == 1 else None
