@@ -52,8 +52,7 @@ if mode == "steps":
         return value
     inputs = step("inputs", tuned._inputs_arg, (), [x])
     shapes, dtypes = step("describe", _core._tune_describe, inputs)
-    memory_key = step("memory_key", tuned._memory_key, tune_call._one_gpu, shapes, dtypes, CALL["output_dtypes"],
-                      None)
+    memory_key = step("memory_key", tuned._memory_key, shapes, dtypes, CALL["output_dtypes"], None)
     bucket = step("bucket_text", tuned._bucket_text, memory_key)
     device = step("device_of", tune_bench.device_of, inputs)
     identity = step("identity", tune_call._identity, device)

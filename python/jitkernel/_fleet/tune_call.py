@@ -121,7 +121,7 @@ class Autotuned:
         bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
         shapes, dtypes = _core._tune_describe(inputs)
-        memory_key = self._memory_key(_one_gpu or _gpu_of(inputs), shapes, dtypes, output_dtypes, outputs)
+        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs, _one_gpu or _gpu_of(inputs))
         index = self._chosen.get(memory_key)
         if index is None:
             call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
@@ -139,7 +139,7 @@ class Autotuned:
                                               f"{type(inputs).__name__}")
         return list(inputs)
 
-    def _memory_key(self, gpu, shapes, dtypes, output_dtypes, outputs):
+    def _memory_key(self, shapes, dtypes, output_dtypes, outputs, gpu=None):
         """What this process's decisions are kept under: the GPU's key text (None when not known yet: ``_decide``
         puts it in), then the bucket as the call describes it (one tuple, as before the GPU was part of it)."""
         out = (tuple(map(_core._tune_dtype, output_dtypes)) if isinstance(output_dtypes, (list, tuple)) else
