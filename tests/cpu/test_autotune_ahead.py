@@ -16,7 +16,7 @@ from jitkernel import _core
 from jitkernel._fleet import tune_call, tune_decisions
 from jitkernel._kernels import call_routes
 from _mock_driver import mock_driver, run_with_mock  # noqa: F401 - the fixture is used by name
-from test_autotune import CALL, GPU, X, configs, fake, fresh_cache, grid, make_kernel  # noqa: F401 - fixtures
+from test_autotune import CALL, X, configs, fake, fresh_cache, grid, make_kernel  # noqa: F401 - fixtures
 
 # A process on the mock driver (a GPU named "Mock GPU (no kernels run)", sm_90a): fake timing, real launches.
 MOCK_PRELUDE = """

@@ -363,7 +363,6 @@ def _identity(device: int) -> tuple:
     return found
 
 
-
 def _gpu_of(inputs) -> str | None:
     """The key text of the GPU a call's inputs are on, when this process has asked that GPU already (else None:
     the call goes to ``_decide``, which asks). Only when the process's GPUs are of several models."""
