@@ -121,7 +121,8 @@ class Autotuned:
         bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
         shapes, dtypes = _core._tune_describe(inputs)
-        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs, _one_gpu or _gpu_of(inputs))
+        gpu = _one_gpu or (_gpu_of(inputs) if _identities else None)  # None: _decide asks the GPU
+        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs, gpu)
         index = self._chosen.get(memory_key)
         if index is None:
             call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
@@ -233,7 +234,7 @@ class Autotuned:
                 if why_not is None:
                     raise
                 return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
-            _settle_gpus()
+            _settle_gpus(identity_key)
             memory_key = (identity_key,) + memory_key[1:]  # the GPU the call runs on
             index = self._chosen.get(memory_key)
             if index is not None:
@@ -370,16 +371,17 @@ def _gpu_of(inputs) -> str | None:
     return None if found is None else found[1]
 
 
-def _settle_gpus() -> None:
-    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision). A
-    GPU that cannot be asked leaves it None: calls then look their device up, which is always right."""
+def _settle_gpus(known: str) -> None:
+    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision;
+    ``known``: the key text of the GPU that decision is for, all there is to ask on a one-GPU machine). A GPU that
+    cannot be asked leaves it None: calls then look their device up, which is always right."""
     global _one_gpu, _gpus_settled
     if _gpus_settled:
         return
     _gpus_settled = True
     try:
         count = _fake_devices if _device_identity is not None else _core.device_count()
-        texts = {_identity(d)[1] for d in range(count)}
+        texts = {known} if count == 1 else {_identity(d)[1] for d in range(count)}
     except JitKernelError:
         return
     _one_gpu = texts.pop() if len(texts) == 1 else None
