@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The CPython headers an aarch64 extension is compiled against when it is built on x86_64 (tools/build_wheel.sh
-# --arch aarch64): only pyconfig.h differs between the two machines' header sets, so the folder it prints holds
-# CPython headers of PYTHON's version with an aarch64 pyconfig.h:
+# --arch aarch64). On Linux only pyconfig.h differs between the two machines' header sets, so the folder it prints
+# holds CPython headers of PYTHON's version with an aarch64 pyconfig.h:
 #   tools/cross_python_headers.sh PYTHON OUTDIR   -> prints OUTDIR/python3.X (a folder for Python_INCLUDE_DIR)
 # Where Debian's multiarch package of that version is installed (libpython3.X-dev:arm64), they are Debian's headers
-# with its aarch64 pyconfig.h. Else they are PYTHON's own headers, and its x86_64 pyconfig.h is turned into the
-# aarch64 one by changing the four lines Debian's two pyconfig.h of
-# CPython 3.11 differ in (x86 inline assembly, wchar_t's signedness, the support tier). None of them changes a size,
-# an alignment or a structure; docs/packaging.md says what each one does. Before the change is trusted, it must
-# turn Debian's x86_64 pyconfig.h into Debian's aarch64 one byte for byte, where both are installed.
+# with its aarch64 pyconfig.h. Else they are PYTHON's own headers, its x86_64 pyconfig.h turned into the aarch64 one
+# by changing the four lines in which Debian's two pyconfig.h of CPython 3.11 differ (x86 inline assembly, wchar_t's
+# signedness, the support tier); none changes a size, an alignment or a structure (docs/packaging.md says what each
+# does). The change must turn Debian's x86_64 pyconfig.h into Debian's aarch64 one byte for byte, wherever both are
+# installed, before it is used.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
