@@ -413,3 +413,22 @@ def test_real_timing_path_with_the_mock_driver(mock_driver, tmp_path):
     assert result["times"][2] is None and "threadgroup" in result["errors"][2], result  # 4096 threads: refused
     assert result["stats"] == {"tuned": 1, "loaded": 0, "candidates_timed": 2}
     assert result["again"] == {"tuned": 0, "loaded": 1, "candidates_timed": 0}
+
+
+def test_numpy_arguments_are_uploaded_once_for_timing(mock_driver, tmp_path):
+    """Candidates time kernels on GPU copies of NumPy inputs and outputs (made once), not on the caller's NumPy
+    arrays, which every run would copy to and from the GPU; a non-contiguous array stays as it is."""
+    result = run_with_mock(mock_driver, """
+import numpy as np, jitkernel as jk
+from jitkernel._fleet import tune_bench
+x, out, strided = np.ones(8, np.float32), np.zeros(8, np.float32), np.ones(16, np.float32)[::2]
+calls = [dict(inputs=[x, strided, 3], outputs=[out]), dict(inputs=[x, strided, 3], outputs=[out])]
+c = tune_bench.Candidates(None, calls, [dict(inputs=[x, strided, 3])], 0, 0)
+tune_bench._stage(c)
+a, b = c.calls
+assert isinstance(a["inputs"][0], jk.Array) and a["inputs"][0] is b["inputs"][0] is c.compile_args[0]["inputs"][0]
+assert isinstance(a["outputs"][0], jk.Array) and tuple(a["outputs"][0].shape) == (8,)
+assert a["inputs"][1] is strided and a["inputs"][2] == 3
+print("ok")
+""", tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

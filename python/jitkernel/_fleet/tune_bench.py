@@ -214,8 +214,32 @@ def _launch_errors(c: Candidates, errors: list, warmup: int) -> None:
             errors[i] = f"{type(e).__name__}: {e}"
 
 
+def _stage(c: Candidates) -> None:
+    """Candidates run on GPU copies of the NumPy arrays among their inputs and outputs, uploaded once: a NumPy
+    argument would be copied to and from the GPU on every timed run, and those host-bound copies would hide the
+    kernels' differences. A NumPy array that is not C-contiguous stays (its copy would have another layout, so
+    another kernel); the caller's arrays are never among these (the final run uses them)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return
+    copies: dict = {}
+
+    def staged(x):
+        if not (isinstance(x, np.ndarray) and x.ndim > 0 and x.flags.c_contiguous):
+            return x
+        if id(x) not in copies:
+            copies[id(x)] = (x, _device_copy(x))  # x kept alive: its id stays its own
+        return copies[id(x)][1]
+
+    for args in (*c.calls, *c.compile_args):
+        for name in ("inputs", "outputs"):
+            if args.get(name) is not None:
+                args[name] = [staged(x) for x in args[name]]
+
+
 def measure(c: Candidates, warmup: int, reps: int | None) -> tuple:
     """(times in ms, errors): one entry per candidate, None where it has none."""
+    _stage(c)
     errors = compile_all(c)
     _launch_errors(c, errors, warmup)
     ready = [i for i, e in enumerate(errors) if e is None]

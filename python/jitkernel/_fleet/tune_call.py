@@ -313,7 +313,8 @@ class Autotuned:
         return payload, chosen
 
     def _candidates(self, inputs, shapes, call, device) -> tune_bench.Candidates:
-        """The scratch runs: declared in-place inputs and caller-given outputs are copied (aliases stay aliases)."""
+        """The scratch runs: declared in-place inputs and caller-given outputs are copied (aliases stay aliases);
+        ``tune_bench.measure`` uploads NumPy arrays once."""
         copies: dict = {}
 
         def scratch(x):
