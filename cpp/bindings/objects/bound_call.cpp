@@ -151,13 +151,13 @@ nb::object run(const PyBoundCall& b, nb::handle inputs, nb::handle outputs) {
   in.widen_int_scalars = true;
   convert_call_arrays(in, kc, conv);
   for (std::size_t i = 0; i < n; ++i)
-    check_input(b.inputs[i], PyTuple_GET_ITEM(inputs.ptr(), i), kc.inputs[i], ItemRef{"input", i, &self.input_names});
+    check_input(b.inputs[i], api::tuple_item(inputs.ptr(), i), kc.inputs[i], ItemRef{"input", i, &self.input_names});
   if (with_outputs) {
     // convert_call_arrays checked the count; a protocol method it ran may have changed the list since.
-    if (static_cast<std::size_t>(PySequence_Fast_GET_SIZE(outputs.ptr())) != b.outputs.size())
+    if (static_cast<std::size_t>(api::seq_size(outputs.ptr())) != b.outputs.size())
       raise_sequence_changed("outputs");
     for (std::size_t j = 0; j < b.outputs.size(); ++j)
-      check_view(b.outputs[j], PySequence_Fast_GET_ITEM(outputs.ptr(), j), kc.provided_outputs[j], "outputs",
+      check_view(b.outputs[j], api::seq_item(outputs.ptr(), j), kc.provided_outputs[j], "outputs",
                  ItemRef{"output", j, &self.output_names});
   }
   // Every array matched the bound signature, so the plan found at bind time is this call's.
@@ -171,11 +171,11 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
   try {
     const Py_ssize_t positional = PyVectorcall_NARGS(nargsf);
     nb::handle outputs;
-    const Py_ssize_t nk = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    const Py_ssize_t nk = kwnames != nullptr ? api::tuple_size(kwnames) : 0;
     for (Py_ssize_t i = 0; i < nk; ++i) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+      PyObject* key = api::tuple_item(kwnames, i);
       if (key != g_outputs_name && PyUnicode_Compare(key, g_outputs_name) != 0) {
-        const char* name = PyUnicode_AsUTF8(key);
+        const char* name = api::utf8(key);
         if (name == nullptr) throw nb::python_error();
         throw ArgumentTypeError(name, "a bound call takes its inputs positionally and outputs= only, got the "
                                       "keyword '" + std::string(name) + "'");
@@ -185,8 +185,7 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
     nb::object inputs = nb::steal(PyTuple_New(positional));
     if (!inputs.is_valid()) return nullptr;
     for (Py_ssize_t i = 0; i < positional; ++i) {
-      Py_INCREF(args[i]);
-      PyTuple_SET_ITEM(inputs.ptr(), i, args[i]);
+      if (api::tuple_fill(inputs.ptr(), i, Py_NewRef(args[i])) != 0) return nullptr;
     }
     return run(*nb::inst_ptr<PyBoundCall>(self), inputs, outputs).release().ptr();
   } catch (...) {
@@ -196,7 +195,7 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
 
 // tp_call (bound(*args, **kwargs) from C, or with a dict of keywords).
 PyObject* bound_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  return PyVectorcall_Call(self, args, kwargs);
+  return api::call_through_vectorcall(self, bound_vectorcall, args, kwargs);
 }
 
 PyType_Slot kBoundSlots[] = {{Py_tp_call, reinterpret_cast<void*>(bound_tp_call)}, {0, nullptr}};
@@ -235,7 +234,7 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
   b.stream = nb::borrow(args.stream);
   nb::object obj = nb::cast(std::move(b));
   PyBoundCall* made = nb::inst_ptr<PyBoundCall>(obj);
-  enable_own_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
+  api::enable_instance_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
   return obj;
 }
 

@@ -219,9 +219,10 @@ void expose_python_call(nb::type_object cls, nb::handle fn) {
   // while TorchDynamo, which reads __call__ from the class dict to trace a
   // call, finds the Python function (python/jitkernel/_frameworks/traced_call.py).
   auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (!PyType_IsSubtype(tp, g_kernel_type) || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+  if (!PyType_IsSubtype(tp, g_kernel_type) || !(PyType_GetFlags(tp) & Py_TPFLAGS_HEAPTYPE))
     throw nb::type_error("_expose_python_call: expected a Python subclass of KernelBase");
-  if (PyDict_SetItemString(tp->tp_dict, "__call__", fn.ptr()) != 0) throw nb::python_error();
+  nb::object dict = nb::steal(api::type_dict(tp));
+  if (!dict.is_valid() || PyDict_SetItemString(dict.ptr(), "__call__", fn.ptr()) != 0) throw nb::python_error();
   PyType_Modified(tp);
 }
 
