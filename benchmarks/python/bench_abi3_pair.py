@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import site
 import statistics
 import subprocess
 import sys
@@ -54,7 +55,7 @@ try:
             lambda: k(inputs=[x], outputs=[z], grid=(n, 1, 1), threadgroup=(256, 1, 1)), torch.cuda.synchronize)
 except ImportError:
     pass
-out = {"module": jk._core.__file__}
+out = {"module": jk._core.__file__, "limited_api": jk._core._limited_api}
 for name, (fn, sync) in variants.items():
     for _ in range(200):
         fn()
@@ -73,16 +74,23 @@ print(json.dumps(out))
 
 def run_child(folder: str, calls: int, reps: int) -> dict:
     env = dict(os.environ)
+    path = [HERE, env.get("PYTHONPATH", "")]
+    cmd = [sys.executable]
     if folder != "-":
-        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(folder), HERE])
-    else:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
+        # -S: no site module, so no .pth file runs (an editable jitkernel's import hook would win over PYTHONPATH);
+        # the site-packages folders come after the build instead, for NumPy (and torch).
+        path = [os.path.abspath(folder), HERE, *site.getsitepackages()]
+        cmd.append("-S")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     # From a folder of its own: the checkout's python/ must not shadow the build under test.
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(calls), str(reps)], env=env, cwd="/",
+    proc = subprocess.run([*cmd, "-c", CHILD, str(calls), str(reps)], env=env, cwd="/",
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         sys.exit(f"child for {folder} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if folder != "-" and not out["module"].startswith(os.path.abspath(folder) + os.sep):
+        sys.exit(f"the child for {folder} imported {out['module']}")
+    return out
 
 
 def main() -> None:
@@ -98,11 +106,11 @@ def main() -> None:
     for r in range(args.rounds):
         a = run_child(args.a, args.calls, args.reps)
         b = run_child(args.b, args.calls, args.reps)
+        head = {key: (a.pop(key), b.pop(key)) for key in ("module", "limited_api")}
         if r == 0:
-            print(f"A: {a.pop('module')}\nB: {b.pop('module')}\n")
-            print(f"| round | variant | A µs | B µs | B/A |\n|---|---|---|---|---|")
-        else:
-            a.pop("module"), b.pop("module")
+            for label, i in (("A", 0), ("B", 1)):
+                print(f"{label}: {head['module'][i]} (limited API: {head['limited_api'][i]})")
+            print(f"\n| round | variant | A µs | B µs | B/A |\n|---|---|---|---|---|")
         for name in a:
             ratios.setdefault(name, []).append(b[name] / a[name])
             medians["A"].setdefault(name, []).append(a[name])
