@@ -3,7 +3,10 @@
 // vectorcall), one definition per build.
 #include "python_api.hpp"
 
+#include <array>
 #include <atomic>
+#include <cstdlib>
+#include <deque>
 #include <vector>
 
 #include "bindings.hpp"
@@ -85,6 +88,41 @@ void enable_instance_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallf
 #else
   (void)obj;
   (void)tp_call;
+#endif
+}
+
+nb::object callable_class(nb::handle cls, Py_ssize_t offset, ternaryfunc tp_call, const char* plain_name) {
+#if !defined(Py_LIMITED_API)
+  (void)offset;
+  (void)tp_call;
+  (void)plain_name;
+  return nb::borrow(cls);
+#else
+  // The type stubs describe `cls` (the subclasses add vectorcall only): the stub build sets this
+  // (cpp/CMakeLists.txt), so that the stubs of both builds are the same.
+  if (const char* stubs = std::getenv("JITKERNEL_STUBGEN"); stubs != nullptr && *stubs != '\0') return nb::borrow(cls);
+  // `plain`: cls subclassed as a class statement does it (nanobind's supported way: a GC heap type).
+  nb::handle meta(reinterpret_cast<PyObject*>(Py_TYPE(cls.ptr())));
+  nb::dict ns;
+  ns["__module__"] = cls.attr("__module__");
+  ns["__slots__"] = nb::tuple();  // no __dict__ or __weakref__: those stay for the Python subclasses to choose
+  nb::object plain = meta(plain_name, nb::make_tuple(cls), ns);
+  // The member tables, for as long as the process runs (the types keep pointers into them).
+  static std::deque<std::array<PyMemberDef, 2>> tables;
+  PyMemberDef* members = tables.emplace_back().data();
+  members[0] = PyMemberDef{"__vectorcalloffset__", Py_T_PYSSIZET, offset, Py_READONLY, nullptr};
+  PyType_Slot slots[] = {{Py_tp_call, reinterpret_cast<void*>(tp_call)}, {Py_tp_members, members}, {0, nullptr}};
+  // Its subclass with vectorcall, the same size (basicsize 0) and GC (inherited). nanobind fills in the
+  // record of a subclass it did not make on first use.
+  const std::string name = nb::cast<std::string>(cls.attr("__module__")) + "." +
+                           nb::cast<std::string>(cls.attr("__name__"));
+  PyType_Spec spec = {name.c_str(), 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
+                      slots};
+  nb::object made = nb::steal(PyType_FromMetaclass(reinterpret_cast<PyTypeObject*>(meta.ptr()), nullptr, &spec,
+                                                   plain.ptr()));
+  if (!made.is_valid()) throw nb::python_error();
+  nb::setattr(made, "__doc__", cls.attr("__doc__"));
+  return made;
 #endif
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <Python.h>
+#include <nanobind/nanobind.h>
 
 #include <string>
 
@@ -107,12 +108,32 @@ bool finalizing();
 // (taking it for a moment where it had not).
 bool gil_held();
 
-// Makes `obj`'s type call `fn` through vectorcall (stored in `slot`, a field
-// of the instance), if its call slot is `tp_call` (a subclass defining its
-// own __call__ is left alone): the offset is written into the type the
-// first time. The limited API cannot change a type once made, so there
-// `fn` is stored and CPython keeps calling `tp_call` (a dict of keywords).
+// Makes CPython call `obj` through `fn`, stored in `slot` (a field of the
+// instance), if its type's call slot is `tp_call` (a subclass defining its
+// own __call__ is left alone). Under the full API the offset is written into
+// the type on its first instance. The limited API cannot change a type once
+// made: there the type already has vectorcall (callable_class below) and
+// only `fn` is stored.
 void enable_instance_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallfunc fn, ternaryfunc tp_call);
+
+// The class Python sees for `cls`, a nanobind class whose instances keep
+// their vectorcall function at `offset` (vectorcall_offset): `cls` itself
+// under the full API. The limited API can give a type vectorcall only when
+// it makes it (PyType_FromMetaclass: Py_TPFLAGS_HAVE_VECTORCALL and the
+// __vectorcalloffset__ member), so there it is a subclass made so, of a plain
+// subclass (`plain_name`) made as a class statement makes one (nanobind's
+// supported way: a GC heap type, zeroed, so a call before __init__ finds a
+// null function and CPython takes `tp_call`). Python subclasses that define
+// no __call__ inherit the flag and the offset.
+nanobind::object callable_class(nanobind::handle cls, Py_ssize_t offset, ternaryfunc tp_call, const char* plain_name);
+
+// The offset of `T::vectorcall` in a nanobind instance of `cls`, measured on
+// one that is allocated and never constructed.
+template <typename T>
+Py_ssize_t vectorcall_offset(nanobind::handle cls) {
+  nanobind::object probe = nanobind::inst_alloc(cls);
+  return reinterpret_cast<char*>(&nanobind::inst_ptr<T>(probe)->vectorcall) - reinterpret_cast<char*>(probe.ptr());
+}
 
 // tp_call for a type whose instances are called through `fn` (see above):
 // PyVectorcall_Call, or under the limited API the same conversion (the

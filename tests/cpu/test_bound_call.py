@@ -35,8 +35,7 @@ def test_bound_call_returns_what_the_call_returns(mock_driver, tmp_path):
     x = device(8)
     bound = k.bind(inputs=[2.0, x], output_shapes=[(8,)], output_dtypes=[jk.float32], **geo)
     assert isinstance(bound, jk.BoundCall) and bound.kernel is k
-    # The limited API (the cp312-abi3 wheel) cannot give a type vectorcall once made: tp_call there.
-    assert jk._core._limited_api or type(bound).__flags__ & (1 << 11), "Py_TPFLAGS_HAVE_VECTORCALL not set"
+    assert type(bound).__flags__ & (1 << 11), "Py_TPFLAGS_HAVE_VECTORCALL not set"
     for scalar in (3.0, -1.5):  # scalars are passed per call: their value may change, not their dtype
         outs = bound(scalar, x)
         assert isinstance(outs, list) and len(outs) == 1 and outs[0].shape == (8,) and str(outs[0].dtype) == "float32"

@@ -46,8 +46,7 @@ def test_kernel_type_takes_vectorcall(mock_driver, tmp_path):
     proc = run_with_mock(mock_driver, """
         import jitkernel as jk
         k = jk.cuda_kernel(name="f", input_names=["a"], output_names=["b"], source="")
-        # The limited API (the cp312-abi3 wheel) cannot give a type vectorcall once made: tp_call there.
-        assert jk._core._limited_api or type(k).__flags__ & (1 << 11), "Py_TPFLAGS_HAVE_VECTORCALL not set"
+        assert type(k).__flags__ & (1 << 11), "Py_TPFLAGS_HAVE_VECTORCALL not set"
         class Plain(type(k)):
             pass
         p = Plain("p", ["a"], ["b"], "", "", True, 0)

@@ -44,6 +44,7 @@ struct PyBoundCall {
 };
 
 PyObject* g_outputs_name = nullptr;  // interned "outputs"
+PyObject* g_bound_type = nullptr;    // the BoundCall class Python sees (api::callable_class)
 
 BoundArray describe(nb::handle item, const KernelInput& converted) {
   BoundArray b;
@@ -232,8 +233,10 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
     // The lease ends here: the example arrays are released.
   }
   b.stream = nb::borrow(args.stream);
-  nb::object obj = nb::cast(std::move(b));
-  PyBoundCall* made = nb::inst_ptr<PyBoundCall>(obj);
+  // An instance of the class Python sees (api::callable_class), made as nb::cast would.
+  nb::object obj = nb::inst_alloc(g_bound_type);
+  PyBoundCall* made = new (nb::inst_ptr<PyBoundCall>(obj)) PyBoundCall(std::move(b));
+  nb::inst_mark_ready(obj);
   api::enable_instance_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
   return obj;
 }
@@ -243,12 +246,17 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
 void bind_bound_call(nb::module_& m, nb::class_<PyKernel>& cls) {
   using namespace nb::literals;
   g_outputs_name = PyUnicode_InternFromString("outputs");
-  nb::class_<PyBoundCall>(m, "BoundCall",
-                          "A kernel call bound by kernel.bind(...): call it with the inputs positionally "
-                          "(arrays, and scalars in their positions) and outputs=[...] when it was bound with "
-                          "outputs=; returns what the kernel's call returns.",
-                          nb::type_slots(kBoundSlots))
-      .def_prop_ro("kernel", [](const PyBoundCall& b) { return b.kernel; }, "The kernel this call was bound from.");
+  auto bound = nb::class_<PyBoundCall>(m, "BoundCall",
+                                       "A kernel call bound by kernel.bind(...): call it with the inputs "
+                                       "positionally (arrays, and scalars in their positions) and outputs=[...] "
+                                       "when it was bound with outputs=; returns what the kernel's call returns.",
+                                       nb::type_slots(kBoundSlots))
+                   .def_prop_ro("kernel", [](const PyBoundCall& b) { return b.kernel; },
+                                "The kernel this call was bound from.");
+  nb::object visible = api::callable_class(bound, api::vectorcall_offset<PyBoundCall>(bound), bound_tp_call,
+                                           "_BoundCallPlain");
+  m.attr("BoundCall") = visible;
+  g_bound_type = visible.release().ptr();  // kept for the module's lifetime
   cls.def(
       "bind",
       [](nb::handle self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,

@@ -264,6 +264,8 @@ void bind(nb::module_& m) {
   bind_metal_methods(cls);
   bind_bound_call(m, cls);
   g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  m.attr("KernelBase") = api::callable_class(cls, api::vectorcall_offset<PyKernel>(cls), call_slot,
+                                             "_KernelBasePlain");
 
   m.def("_expose_python_call", &expose_python_call, "cls"_a, "fn"_a,
         "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");
