@@ -5,7 +5,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <deque>
 #include <vector>
 
@@ -98,9 +97,10 @@ nb::object callable_class(nb::handle cls, Py_ssize_t offset, ternaryfunc tp_call
   (void)plain_name;
   return nb::borrow(cls);
 #else
-  // The type stubs describe `cls` (the subclasses add vectorcall only): the stub build sets this
-  // (cpp/CMakeLists.txt), so that the stubs of both builds are the same.
-  if (const char* stubs = std::getenv("JITKERNEL_STUBGEN"); stubs != nullptr && *stubs != '\0') return nb::borrow(cls);
+  // The type stubs describe `cls` (the subclasses add vectorcall only), so that both builds' stubs are the same:
+  // the stub build imports the module from a stand-in package that says so (cpp/CMakeLists.txt).
+  nb::object package = nb::module_::import_("sys").attr("modules").attr("get")("jitkernel");
+  if (!package.is_none() && nb::hasattr(package, "_stubgen")) return nb::borrow(cls);
   // `plain`: cls subclassed as a class statement does it (nanobind's supported way: a GC heap type).
   nb::handle meta(reinterpret_cast<PyObject*>(Py_TYPE(cls.ptr())));
   nb::dict ns;
