@@ -64,7 +64,8 @@ PY
 test_wheel "$python" "$wheel" "$version" "$repo/tests/cpu"
 
 # The abi3 wheel: its extension is the limited API's (.abi3.so), with no symbol outside the stable ABI.
-"$python" -m zipfile -l "$abi3" | grep -q "jitkernel/_core\.abi3\.so" || { echo "no _core.abi3.so in $abi3" >&2; exit 1; }
+listing=$("$python" -m zipfile -l "$abi3")  # whole, then searched: grep -q would close the pipe early
+grep -q "jitkernel/_core\.abi3\.so" <<<"$listing" || { echo "no _core.abi3.so in $abi3" >&2; exit 1; }
 py312=$(find_python 3.12)
 py313=$(find_python 3.13)
 "$py312" -m venv "$work/abi3audit"
