@@ -13,7 +13,9 @@ CALL_KEYWORDS = ["inputs", "output_shapes", "output_dtypes", "grid", "threadgrou
 
 
 def _help(obj) -> str:
-    return re.sub(r"\s+", " ", pydoc.render_doc(obj, renderer=pydoc.plaintext).replace(" |", " "))
+    # One line; "( " as "(": Python 3.13's pydoc writes a long signature one parameter a line.
+    text = re.sub(r"\s+", " ", pydoc.render_doc(obj, renderer=pydoc.plaintext).replace(" |", " "))
+    return text.replace("( ", "(")
 
 
 def _check(text: str, keywords, sentences):
