@@ -2,7 +2,7 @@
 # Builds the sdist and, from it, Linux wheels that PyPI accepts (manylinux) on a plain Debian machine, without Docker:
 #   tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]
 # Wheels are built from the sdist (as pip would on a user's machine), so every run proves that the sdist builds.
-# PYTHON is a version found among pyenv's (3.12) or an interpreter's path; default: 3.10 3.11 3.12 3.13.
+# PYTHON is a version found among pyenv's (3.12) or an interpreter's path; default: 3.10 3.11 3.12 (3.12's is abi3).
 # The C++ compiler is zig (the `ziglang` package from PyPI) targeting an old glibc (JITKERNEL_WHEEL_GLIBC, default
 # 2.28), so the extension needs nothing newer from the system; zig links its libc++ statically. CMake sees zig
 # through two wrapper scripts (CMAKE_C_COMPILER / CMAKE_CXX_COMPILER must each be one program). Each wheel is then
@@ -32,7 +32,7 @@ mkdir -p "$1"
 outdir=$(cd "$1" && pwd)
 shift
 pythons=("$@")
-[ ${#pythons[@]} -gt 0 ] || pythons=(3.10 3.11 3.12 3.13)
+[ ${#pythons[@]} -gt 0 ] || pythons=(3.10 3.11 3.12)
 
 glibc=${JITKERNEL_WHEEL_GLIBC:-2.28}
 case "$host_arch/$arch" in

@@ -9,6 +9,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include "python_api.hpp"
+
 #include <cstddef>
 #include <string>
 #include <vector>

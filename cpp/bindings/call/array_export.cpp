@@ -51,13 +51,11 @@ nb::handle cached_converter(nb::object* cache, nb::object (*find)(const Framewor
 // The caller's outputs= arrays, in a new list.
 nb::list provided_list(nb::handle provided) {
   PyObject* seq = provided.ptr();
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  const Py_ssize_t n = api::seq_size(seq);
   nb::list given = nb::steal<nb::list>(PyList_New(n));
   if (!given.is_valid()) throw nb::python_error();
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
-    Py_INCREF(item);
-    PyList_SET_ITEM(given.ptr(), i, item);
+    if (api::list_fill(given.ptr(), i, Py_NewRef(api::seq_item(seq, i))) != 0) throw nb::python_error();
   }
   return given;
 }
@@ -106,7 +104,8 @@ nb::list wrap_outputs(std::vector<OwnedArray>&& results, const ConvertedCall& ca
     nb::list allocated = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(call.allocated.size())));
     if (!allocated.is_valid()) throw nb::python_error();
     for (std::size_t i = 0; i < call.allocated.size(); ++i)
-      PyList_SET_ITEM(allocated.ptr(), static_cast<Py_ssize_t>(i), nb::object(call.allocated[i]).release().ptr());
+      if (api::list_fill(allocated.ptr(), static_cast<Py_ssize_t>(i), nb::object(call.allocated[i]).release().ptr()))
+        throw nb::python_error();
     return allocated;
   }
   nb::list out;

@@ -58,8 +58,8 @@ ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where)
   };
   nb::object data = entry("data");
   std::int64_t address = 0;
-  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) < 1 ||
-      int_value(PyTuple_GET_ITEM(data.ptr(), 0), &address) != IntResult::Ok || address < 0)
+  if (!PyTuple_Check(data.ptr()) || api::tuple_size(data.ptr()) < 1 ||
+      int_value(api::tuple_item(data.ptr(), 0), &address) != IntResult::Ok || address < 0)
     throw malformed("'data' must be a (pointer, read_only) tuple");
   v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
   shape_into(entry("shape"), argument, where, v.shape, "__array_interface__['shape']");
@@ -69,7 +69,7 @@ ArrayView numpy_view(nb::handle arr, const char* argument, const ItemRef& where)
     return v;
   }
   if (!(PyTuple_Check(strides.ptr()) || PyList_Check(strides.ptr())) ||
-      static_cast<std::size_t>(PySequence_Fast_GET_SIZE(strides.ptr())) != v.shape.size())
+      static_cast<std::size_t>(api::seq_size(strides.ptr())) != v.shape.size())
     throw malformed("'strides' must be None or one int per dimension");
   for_each_item(strides, argument, [&](std::size_t, nb::handle s) {
     std::int64_t bytes = 0;
@@ -108,7 +108,7 @@ bool torch_is_neg(nb::handle t) {
   FrameworkCache& fc = framework_cache();
   if (!fc.torch_is_neg.is_valid())
     fc.torch_is_neg = nb::module_::import_("torch").attr("Tensor").attr("is_neg");
-  PyObject* r = PyObject_CallOneArg(fc.torch_is_neg.ptr(), t.ptr());
+  PyObject* r = api::call_one(fc.torch_is_neg.ptr(), t.ptr());
   if (r == nullptr) throw nb::python_error();
   const int truth = PyObject_IsTrue(r);
   Py_DECREF(r);
@@ -150,10 +150,10 @@ std::pair<int, int> dlpack_device(nb::handle obj, const char* argument, const It
            "; expected a (device_type, device_id) tuple of two ints";
   };
   PyObject* t = dev.ptr();
-  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) throw ArgumentTypeError(argument, complaint());
+  if (!PyTuple_Check(t) || api::tuple_size(t) != 2) throw ArgumentTypeError(argument, complaint());
   std::int64_t v[2];
   for (Py_ssize_t i = 0; i < 2; ++i) {
-    const IntResult r = int_value(PyTuple_GET_ITEM(t, i), &v[i]);
+    const IntResult r = int_value(api::tuple_item(t, i), &v[i]);
     if (r == IntResult::NotInt) throw ArgumentTypeError(argument, complaint());
     if (r == IntResult::Overflow || v[i] < 0 || v[i] > std::numeric_limits<std::int32_t>::max())
       throw ArgumentError(argument, complaint() + " in 0..2**31-1");

@@ -15,10 +15,10 @@ namespace jk::py {
 // Messages.
 
 std::string python_error_text(nb::python_error& e) {
-  std::string name = reinterpret_cast<PyTypeObject*>(e.type().ptr())->tp_name;
+  std::string name = api::type_name(reinterpret_cast<PyTypeObject*>(e.type().ptr()));
   std::string text;
   if (PyObject* str = PyObject_Str(e.value().ptr())) {
-    if (const char* c = PyUnicode_AsUTF8(str)) text = c;
+    if (const char* c = api::utf8(str)) text = c;
     Py_DECREF(str);
   }
   if (PyErr_Occurred()) PyErr_Clear();
@@ -54,7 +54,7 @@ std::size_t sequence_arg(nb::handle value, const char* argument, const char* exp
   if (!value.is_valid() || !(PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())))
     throw ArgumentTypeError(argument, std::string("expected ") + expected + ", got " +
                                           (value.is_valid() ? type_text(value) : "nothing"));
-  return static_cast<std::size_t>(PySequence_Fast_GET_SIZE(value.ptr()));
+  return static_cast<std::size_t>(api::seq_size(value.ptr()));
 }
 
 IntResult int_value(nb::handle value, std::int64_t* out) {
@@ -90,11 +90,11 @@ IntResult int_value(nb::handle value, std::int64_t* out) {
 Dim3 dim3_arg(nb::handle value, const char* argument) {
   static const char* const expected = "a tuple of 3 positive ints (x, y, z)";
   PyObject* o = value.ptr();
-  if (PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 3) {  // the usual case: (x, y, z) of positive ints
+  if (PyTuple_CheckExact(o) && api::tuple_size(o) == 3) {  // the usual case: (x, y, z) of positive ints
     std::int64_t v[3];
     bool ok = true;
     for (Py_ssize_t i = 0; i < 3 && ok; ++i) {
-      PyObject* item = PyTuple_GET_ITEM(o, i);
+      PyObject* item = api::tuple_item(o, i);
       int overflow = 0;
       ok = PyLong_CheckExact(item) && (v[i] = PyLong_AsLongLongAndOverflow(item, &overflow)) > 0 && !overflow;
     }
@@ -161,7 +161,7 @@ std::optional<double> init_value_arg(nb::handle value) {
     // NumPy bool/int/float scalars and ml_dtypes floats (kind 'V'), not complex.
     nb::object kind = attr_of(attr_of(value, "dtype", "init_value", ItemRef{}), "kind", "init_value",
                               ItemRef{});
-    const char* k = PyUnicode_Check(kind.ptr()) ? PyUnicode_AsUTF8(kind.ptr()) : nullptr;
+    const char* k = PyUnicode_Check(kind.ptr()) ? api::utf8(kind.ptr()) : nullptr;
     if (!k) PyErr_Clear();
     real = k && k[0] != 0 && k[1] == 0 && std::strchr("biufV", k[0]) != nullptr;
   }
@@ -222,9 +222,9 @@ bool scalar_value(nb::handle value, bool widen_int, const char* argument, const 
       return true;
     }
     case Kind::Complex: {
-      Py_complex c = PyComplex_AsCComplex(o);
-      if (c.real == -1.0 && PyErr_Occurred()) throw nb::python_error();
-      float parts[2] = {static_cast<float>(c.real), static_cast<float>(c.imag)};
+      double real = 0, imag = 0;
+      if (!api::complex_parts(o, &real, &imag)) throw nb::python_error();
+      float parts[2] = {static_cast<float>(real), static_cast<float>(imag)};
       Scalar s;
       s.dtype = DType::Complex64;
       std::memcpy(s.bytes, parts, sizeof(parts));
@@ -298,14 +298,14 @@ std::string type_text(nb::handle obj) {
     std::string out;
     if (PyObject* v = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), name)) {
       if (PyUnicode_Check(v))
-        if (const char* c = PyUnicode_AsUTF8(v)) out = c;
+        if (const char* c = api::utf8(v)) out = c;
       Py_DECREF(v);
     }
     if (PyErr_Occurred()) PyErr_Clear();
     return out;
   };
   std::string qual = text_attr("__qualname__");
-  if (qual.empty()) qual = tp->tp_name;
+  if (qual.empty()) qual = api::type_name(tp);
   std::string mod = text_attr("__module__");
   return mod.empty() || mod == "builtins" ? qual : mod + "." + qual;
 }
@@ -313,7 +313,7 @@ std::string type_text(nb::handle obj) {
 std::string repr_text(nb::handle obj) {
   std::string out;
   if (PyObject* r = PyObject_Repr(obj.ptr())) {
-    if (const char* c = PyUnicode_AsUTF8(r)) out = c;
+    if (const char* c = api::utf8(r)) out = c;
     Py_DECREF(r);
   }
   if (PyErr_Occurred()) {

@@ -20,7 +20,7 @@ std::vector<std::string> dict_keys(nb::handle dict, const char* argument) {
   Py_ssize_t pos = 0;
   PyObject *key = nullptr, *value = nullptr;
   while (PyDict_Next(dict.ptr(), &pos, &key, &value)) {
-    const char* text = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    const char* text = PyUnicode_Check(key) ? api::utf8(key) : nullptr;
     if (text == nullptr) {
       PyErr_Clear();
       throw ArgumentTypeError(argument, "dict keys must be names (strings), got " +

@@ -66,28 +66,30 @@ int keyword_index(const CallSlotCache& c, PyObject* key) {
   return -1;
 }
 
+// The kernel's type name for messages, read only when one is raised.
+std::string type_name(PyObject* self) { return api::type_name(Py_TYPE(self)); }
+
 // Stores one keyword argument into its field of `args`; an unknown keyword
 // is an ArgumentTypeError naming it.
-void store_keyword(const CallSlotCache& c, const char* type_name, PyObject* key, PyObject* value,
-                   CallArgs& args) {
+void store_keyword(const CallSlotCache& c, PyObject* self, PyObject* key, PyObject* value, CallArgs& args) {
   const int i = keyword_index(c, key);
   if (i >= 0) {
     args.*kCallKeywords[i].field = value;
     return;
   }
-  const char* utf8 = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+  const char* utf8 = PyUnicode_Check(key) ? api::utf8(key) : nullptr;
   if (utf8 == nullptr) PyErr_Clear();
   const std::string name = utf8 ? std::string(utf8) : repr_text(key);
   std::string accepted;
   for (const CallKeyword& k : kCallKeywords) accepted += std::string(accepted.empty() ? "" : ", ") + k.name;
-  throw ArgumentTypeError(name, std::string(type_name) + ".__call__() got an unexpected keyword argument '" +
+  throw ArgumentTypeError(name, type_name(self) + ".__call__() got an unexpected keyword argument '" +
                                     name + "' (it takes " + accepted + ")");
 }
 
 // Positional arguments are an ArgumentTypeError (a kernel call takes keywords only).
-void reject_positional(const char* type_name, Py_ssize_t count) {
+void reject_positional(PyObject* self, Py_ssize_t count) {
   if (count != 0)
-    throw ArgumentTypeError(kCallKeywords[0].name, std::string(type_name) +
+    throw ArgumentTypeError(kCallKeywords[0].name, type_name(self) +
                                                   ".__call__() takes keyword arguments only (inputs=..., "
                                                   "grid=..., threadgroup=..., ...), got " +
                                                   std::to_string(count) + " positional");
@@ -95,12 +97,12 @@ void reject_positional(const char* type_name, Py_ssize_t count) {
 
 // After the keywords are stored: missing required ones are an
 // ArgumentTypeError, the others get their defaults.
-void finish_keywords(const char* type_name, CallArgs& args) {
+void finish_keywords(PyObject* self, CallArgs& args) {
   for (const CallKeyword& k : kCallKeywords) {
     nb::handle& value = args.*k.field;
     if (value.is_valid()) continue;
     if (k.required)
-      throw ArgumentTypeError(k.name, std::string(type_name) + ".__call__() missing required keyword argument '" +
+      throw ArgumentTypeError(k.name, type_name(self) + ".__call__() missing required keyword argument '" +
                                           k.name + "'");
     value = call_keyword_default(k);
   }
@@ -116,9 +118,8 @@ PyObject* run_call(PyObject* self, Read&& read) {
   CallArgs args;
   PyObject* python_path = c.general_name;
   try {
-    const char* type_name = Py_TYPE(self)->tp_name;
-    read(c, type_name, args);
-    finish_keywords(type_name, args);
+    read(c, args);
+    finish_keywords(self, args);
     nb::object result = g_direct_call(self, args);
     if (result.is_valid()) return result.release().ptr();
   } catch (const TracedArgument&) {
@@ -141,12 +142,12 @@ PyObject* run_call(PyObject* self, Read&& read) {
 
 // kernel(**kwargs) and calls from C: the keywords come as a dict.
 PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) {
-  return run_call(self, [&](const CallSlotCache& c, const char* type_name, CallArgs& call) {
-    reject_positional(type_name, args != nullptr ? PyTuple_GET_SIZE(args) : 0);
+  return run_call(self, [&](const CallSlotCache& c, CallArgs& call) {
+    reject_positional(self, args != nullptr ? api::tuple_size(args) : 0);
     if (kwargs == nullptr) return;
     Py_ssize_t pos = 0;
     PyObject *key = nullptr, *value = nullptr;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) store_keyword(c, type_name, key, value, call);
+    while (PyDict_Next(kwargs, &pos, &key, &value)) store_keyword(c, self, key, value, call);
   });
 }
 
@@ -155,12 +156,12 @@ namespace {
 // kernel(inputs=..., grid=..., ...) written out: CPython passes the keyword
 // names as a tuple of interned strings, so no dict is built for the call.
 PyObject* call_vectorcall(PyObject* self, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
-  return run_call(self, [&](const CallSlotCache& c, const char* type_name, CallArgs& call) {
+  return run_call(self, [&](const CallSlotCache& c, CallArgs& call) {
     const Py_ssize_t positional = PyVectorcall_NARGS(nargsf);
-    reject_positional(type_name, positional);
-    const Py_ssize_t n = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    reject_positional(self, positional);
+    const Py_ssize_t n = kwnames != nullptr ? api::tuple_size(kwnames) : 0;
     for (Py_ssize_t i = 0; i < n; ++i)
-      store_keyword(c, type_name, PyTuple_GET_ITEM(kwnames, i), args[positional + i], call);
+      store_keyword(c, self, api::tuple_item(kwnames, i), args[positional + i], call);
   });
 }
 
@@ -182,18 +183,7 @@ PyObject* translate_current_exception() {
 }
 
 void enable_vectorcall(PyObject* obj, vectorcallfunc* slot) {
-  enable_own_vectorcall(obj, slot, call_vectorcall, call_slot);
-}
-
-void enable_own_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallfunc fn, ternaryfunc tp_call) {
-  *slot = fn;
-  PyTypeObject* tp = Py_TYPE(obj);
-  if ((tp->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL) || tp->tp_call != tp_call) return;
-  const auto offset = reinterpret_cast<char*>(slot) - reinterpret_cast<char*>(obj);
-  if (offset <= 0 || offset + static_cast<Py_ssize_t>(sizeof(vectorcallfunc)) > tp->tp_basicsize) return;
-  tp->tp_vectorcall_offset = offset;
-  tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
-  PyType_Modified(tp);
+  api::enable_instance_vectorcall(obj, slot, call_vectorcall, call_slot);
 }
 
 

@@ -25,13 +25,11 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs);
 
 // Lets CPython call `obj` through vectorcall: stores the function in `slot`
 // (a field of the instance) and, the first time for `obj`'s type, tells the
-// type where instances keep it. Instances live inline in nanobind's objects,
-// so the offset is the same for every instance of a type; a type whose call
-// slot is not call_slot (a subclass defining its own __call__) is left alone.
+// type where instances keep it (api::enable_instance_vectorcall; not under the
+// limited API). Instances live inline in nanobind's objects, so the offset is
+// the same for every instance of a type; a type whose call slot is not
+// call_slot (a subclass defining its own __call__) is left alone.
 void enable_vectorcall(PyObject* obj, vectorcallfunc* slot);
-// The same for another type's own call (`fn`, with `tp_call` its type's
-// tp_call slot): the bound call (objects/bound_call.cpp).
-void enable_own_vectorcall(PyObject* obj, vectorcallfunc* slot, vectorcallfunc fn, ternaryfunc tp_call);
 
 // Inside a catch block of a C slot: sets the Python error for the exception
 // being handled (nanobind's translation: jk.ArgumentError etc.) and returns

@@ -193,17 +193,17 @@ std::size_t sequence_arg(nb::handle value, const char* argument, const char* exp
 template <typename Fn>
 void for_each_item(nb::handle seq, const char* argument, Fn&& fn) {
   PyObject* s = seq.ptr();
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+  const Py_ssize_t n = api::seq_size(s);
   if (PyTuple_Check(s)) {  // immutable: its items live as long as it does
-    for (Py_ssize_t i = 0; i < n; ++i) fn(static_cast<std::size_t>(i), nb::handle(PyTuple_GET_ITEM(s, i)));
+    for (Py_ssize_t i = 0; i < n; ++i) fn(static_cast<std::size_t>(i), nb::handle(api::tuple_item(s, i)));
     return;
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (PySequence_Fast_GET_SIZE(s) != n) raise_sequence_changed(argument);
-    nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(s, i));
+    if (api::seq_size(s) != n) raise_sequence_changed(argument);
+    nb::object item = nb::borrow(api::seq_item(s, i));
     fn(static_cast<std::size_t>(i), nb::handle(item));
   }
-  if (PySequence_Fast_GET_SIZE(s) != n) raise_sequence_changed(argument);
+  if (api::seq_size(s) != n) raise_sequence_changed(argument);
 }
 
 // For messages about user objects; never raise, whatever the object does.

@@ -16,7 +16,7 @@ namespace {
 
 // The DType of a NumPy typestr such as "<f4" or "|b1"; ArgumentTypeError otherwise.
 DType typestr_dtype(nb::handle value, const char* argument, const ItemRef& where) {
-  const char* text = PyUnicode_Check(value.ptr()) ? PyUnicode_AsUTF8(value.ptr()) : nullptr;
+  const char* text = PyUnicode_Check(value.ptr()) ? api::utf8(value.ptr()) : nullptr;
   if (text == nullptr) PyErr_Clear();
   const std::string ts = text ? text : "";
   auto bad = [&](const std::string& why) {
@@ -65,11 +65,11 @@ CaiArray cai_read(nb::handle obj, const char* argument, const ItemRef& where) {
   view.dtype = typestr_dtype(entry("typestr"), argument, where);
   nb::object data = entry("data");
   std::int64_t address = 0;
-  if (!data.is_valid() || !PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2 ||
-      int_value(PyTuple_GET_ITEM(data.ptr(), 0), &address) != IntResult::Ok || address < 0)
+  if (!data.is_valid() || !PyTuple_Check(data.ptr()) || api::tuple_size(data.ptr()) != 2 ||
+      int_value(api::tuple_item(data.ptr(), 0), &address) != IntResult::Ok || address < 0)
     throw malformed("'data' must be a (pointer, read_only) tuple");
   view.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
-  out.read_only = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
+  out.read_only = PyObject_IsTrue(api::tuple_item(data.ptr(), 1)) == 1;
   nb::object shape = entry("shape");
   if (!shape.is_valid()) throw malformed("'shape' is missing");
   shape_into(shape, argument, where, view.shape, "__cuda_array_interface__['shape']");
@@ -79,7 +79,7 @@ CaiArray cai_read(nb::handle obj, const char* argument, const ItemRef& where) {
     view.strides = row_major_strides(view.shape);
   } else {
     if (!(PyTuple_Check(strides.ptr()) || PyList_Check(strides.ptr())) ||
-        static_cast<std::size_t>(PySequence_Fast_GET_SIZE(strides.ptr())) != view.shape.size())
+        static_cast<std::size_t>(api::seq_size(strides.ptr())) != view.shape.size())
       throw malformed("'strides' must be None or one int per dimension");
     const auto itemsize = static_cast<std::int64_t>(dtype_size(view.dtype));
     for_each_item(strides, argument, [&](std::size_t, nb::handle s) {

@@ -58,9 +58,9 @@ ArrayView tensor_view(const dlpack::ExchangeAPI& api, nb::handle t, const char* 
 template <typename T, typename Read>
 void read_list(nb::handle list, const char* argument, std::vector<T>& out, Read read) {
   if (!PyList_Check(list.ptr())) throw ArgumentTypeError(argument, "expected a list");
-  const Py_ssize_t n = PyList_GET_SIZE(list.ptr());
+  const Py_ssize_t n = api::list_size(list.ptr());
   out.clear();
-  for (Py_ssize_t i = 0; i < n; ++i) out.push_back(read(PyList_GET_ITEM(list.ptr(), i), static_cast<std::size_t>(i)));
+  for (Py_ssize_t i = 0; i < n; ++i) out.push_back(read(api::list_item(list.ptr(), i), static_cast<std::size_t>(i)));
 }
 
 nb::object graph_launch(nb::handle kernel_text, nb::handle call_text, nb::handle arrays, nb::handle ints,
@@ -88,9 +88,9 @@ nb::object graph_launch(nb::handle kernel_text, nb::handle call_text, nb::handle
   int device = args.arrays.empty() ? -1 : args.arrays[0].device;
   if (into) {
     if (!PyList_Check(outputs.ptr())) throw ArgumentTypeError("outputs", "expected a list");
-    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(outputs.ptr()); ++j)
+    for (Py_ssize_t j = 0; j < api::list_size(outputs.ptr()); ++j)
       call.provided_outputs.push_back(
-          tensor_view(api, PyList_GET_ITEM(outputs.ptr(), j), "outputs", static_cast<std::size_t>(j)));
+          tensor_view(api, api::list_item(outputs.ptr(), j), "outputs", static_cast<std::size_t>(j)));
     if (device < 0 && !call.provided_outputs.empty()) device = call.provided_outputs[0].device;
   }
   if (device < 0) throw ArgumentError("inputs", "a compiled graph's jitkernel call has a CUDA tensor to run on");

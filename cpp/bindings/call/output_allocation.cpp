@@ -24,7 +24,7 @@ nb::object shape_tuple(const std::vector<std::int64_t>& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     PyObject* d = PyLong_FromLongLong(shape[i]);
     if (d == nullptr) throw nb::python_error();
-    PyTuple_SET_ITEM(t.ptr(), static_cast<Py_ssize_t>(i), d);
+    if (api::tuple_fill(t.ptr(), static_cast<Py_ssize_t>(i), d) != 0) throw nb::python_error();
   }
   return t;
 }

@@ -18,11 +18,7 @@ std::shared_ptr<void> python_owner(nb::handle obj) {
   PyObject* p = obj.ptr();
   Py_INCREF(p);
   return std::shared_ptr<void>(p, [](void* q) {
-#if PY_VERSION_HEX >= 0x030D0000
-    if (!Py_IsInitialized() || Py_IsFinalizing()) return;
-#else
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
-#endif
+    if (!Py_IsInitialized() || api::finalizing()) return;
     PyGILState_STATE state = PyGILState_Ensure();
     Py_DECREF(static_cast<PyObject*>(q));
     PyGILState_Release(state);
@@ -163,10 +159,10 @@ std::uintptr_t stream_object_handle(nb::handle obj) {
   std::optional<nb::object> proto = optional_attr(obj, "__cuda_stream__");
   if (proto && !proto->is_none()) {
     nb::object value = PyCallable_Check(proto->ptr()) ? (*proto)() : *proto;
-    if (!PyTuple_Check(value.ptr()) || PyTuple_GET_SIZE(value.ptr()) != 2)
+    if (!PyTuple_Check(value.ptr()) || api::tuple_size(value.ptr()) != 2)
       throw ArgumentTypeError("stream", "__cuda_stream__ must give (version, handle), got " +
                                             repr_text(value));
-    return checked_handle(PyTuple_GET_ITEM(value.ptr(), 1), "__cuda_stream__");
+    return checked_handle(api::tuple_item(value.ptr(), 1), "__cuda_stream__");
   }
   nb::handle type = obj.type();
   nb::object module = type.attr("__module__");

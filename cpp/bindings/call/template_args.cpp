@@ -22,21 +22,21 @@ std::vector<TemplateArg> template_args(nb::handle value) {
                                            type_text(value));
   }
   std::vector<std::string> names;
-  out.reserve(static_cast<std::size_t>(PySequence_Fast_GET_SIZE(pairs.ptr())));
+  out.reserve(static_cast<std::size_t>(api::seq_size(pairs.ptr())));
   // Items as stored, each held while it is read (a value's __index__ may change the lists).
   for_each_item(pairs, "template", [&](std::size_t i, nb::handle pair) {
     if (!(PyTuple_Check(pair.ptr()) || PyList_Check(pair.ptr())) ||
-        PySequence_Fast_GET_SIZE(pair.ptr()) != 2)
+        api::seq_size(pair.ptr()) != 2)
       throw ArgumentTypeError("template", "entry " + std::to_string(i) +
                                               " must be a (name, value) pair, got " +
                                               repr_text(pair));
-    nb::object name = nb::borrow(PySequence_Fast_GET_ITEM(pair.ptr(), 0));
-    nb::object v = nb::borrow(PySequence_Fast_GET_ITEM(pair.ptr(), 1));
+    nb::object name = nb::borrow(api::seq_item(pair.ptr(), 0));
+    nb::object v = nb::borrow(api::seq_item(pair.ptr(), 1));
     if (!PyUnicode_Check(name.ptr()))
       throw ArgumentTypeError("template", "entry " + std::to_string(i) +
                                               ": names must be strings, got " + repr_text(name));
     TemplateArg arg;
-    const char* utf8 = PyUnicode_AsUTF8(name.ptr());
+    const char* utf8 = api::utf8(name.ptr());
     if (!utf8) {
       PyErr_Clear();
       throw ArgumentError("template", "entry " + std::to_string(i) +

@@ -44,7 +44,7 @@ bool torch_transform_wrapper(nb::handle item) {
     if (!torch.is_valid()) return false;
     wrapped = torch.attr("_C").attr("_functorch").attr("is_functorch_wrapped_tensor");
   }
-  PyObject* r = PyObject_CallOneArg(wrapped.ptr(), item.ptr());
+  PyObject* r = api::call_one(wrapped.ptr(), item.ptr());
   if (r == nullptr) throw nb::python_error();
   const bool on = r == Py_True;
   Py_DECREF(r);
@@ -55,13 +55,16 @@ const char* traced_text(Framework fw) { return framework_row(fw).traced_text; }
 
 void reject_traced_inputs(nb::handle inputs) {
   if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) return;
-  PyObject* const* items = PySequence_Fast_ITEMS(inputs.ptr());
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(inputs.ptr());
+  PyObject* seq = inputs.ptr();
+  const Py_ssize_t n = api::seq_size(seq);
   const PyObject* tensor = torch_tensor_type().ptr();
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyTypeObject* tp = Py_TYPE(items[i]);
+    // classify() may run an item's Python code, which may shorten the list
+    if (api::seq_size(seq) != n) raise_sequence_changed("inputs");
+    PyObject* item = api::seq_item(seq, i);
+    PyTypeObject* tp = Py_TYPE(item);
     if (reinterpret_cast<PyObject*>(tp) == tensor || tp == &PyFloat_Type || tp == &PyLong_Type) continue;
-    TypeInfo& info = classify(items[i], "inputs", ItemRef{"input", static_cast<std::size_t>(i), nullptr});
+    TypeInfo& info = classify(item, "inputs", ItemRef{"input", static_cast<std::size_t>(i), nullptr});
     if (info.kind == Kind::Traced) throw TracedArgument(info.framework, "inputs", "");
   }
 }

@@ -40,7 +40,7 @@ bool type_has(PyTypeObject* tp, const char* name) {
 std::string module_root(PyTypeObject* tp) {
   auto module = optional_attr(reinterpret_cast<PyObject*>(tp), "__module__");
   if (!module || !PyUnicode_Check(module->ptr())) return {};
-  const char* text = PyUnicode_AsUTF8(module->ptr());
+  const char* text = api::utf8(module->ptr());
   if (text == nullptr) throw nb::python_error();
   return std::string(text, std::strcspn(text, "."));
 }

@@ -56,8 +56,8 @@ std::optional<std::uintptr_t> consumer_stream(nb::handle stream) {
 // Item i of a tuple as an int (clamped to long long's range); TypeError
 // with `message` for anything else, and never a read past the tuple's end.
 long long tuple_int(nb::handle t, Py_ssize_t i, const char* message) {
-  if (!PyTuple_Check(t.ptr()) || PyTuple_GET_SIZE(t.ptr()) <= i) throw nb::type_error(message);
-  PyObject* item = PyTuple_GET_ITEM(t.ptr(), i);
+  if (!PyTuple_Check(t.ptr()) || api::tuple_size(t.ptr()) <= i) throw nb::type_error(message);
+  PyObject* item = api::tuple_item(t.ptr(), i);
   if (PyBool_Check(item) || !PyLong_Check(item)) throw nb::type_error(message);
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(item, &overflow);
@@ -73,7 +73,7 @@ nb::object dlpack_method(const PyArray& self, nb::handle stream, nb::handle max_
   if (!dl_device.is_none()) {
     static const char* const expected =
         "__dlpack__: dl_device must be a (device_type, device_id) tuple of two ints";
-    if (!PyTuple_Check(dl_device.ptr()) || PyTuple_GET_SIZE(dl_device.ptr()) != 2)
+    if (!PyTuple_Check(dl_device.ptr()) || api::tuple_size(dl_device.ptr()) != 2)
       throw nb::type_error(expected);
     if (tuple_int(dl_device, 0, expected) != dlpack::kCUDA ||
         tuple_int(dl_device, 1, expected) != v.device)

@@ -44,6 +44,7 @@ struct PyBoundCall {
 };
 
 PyObject* g_outputs_name = nullptr;  // interned "outputs"
+PyObject* g_bound_type = nullptr;    // the BoundCall class Python sees (api::callable_class)
 
 BoundArray describe(nb::handle item, const KernelInput& converted) {
   BoundArray b;
@@ -151,13 +152,13 @@ nb::object run(const PyBoundCall& b, nb::handle inputs, nb::handle outputs) {
   in.widen_int_scalars = true;
   convert_call_arrays(in, kc, conv);
   for (std::size_t i = 0; i < n; ++i)
-    check_input(b.inputs[i], PyTuple_GET_ITEM(inputs.ptr(), i), kc.inputs[i], ItemRef{"input", i, &self.input_names});
+    check_input(b.inputs[i], api::tuple_item(inputs.ptr(), i), kc.inputs[i], ItemRef{"input", i, &self.input_names});
   if (with_outputs) {
     // convert_call_arrays checked the count; a protocol method it ran may have changed the list since.
-    if (static_cast<std::size_t>(PySequence_Fast_GET_SIZE(outputs.ptr())) != b.outputs.size())
+    if (static_cast<std::size_t>(api::seq_size(outputs.ptr())) != b.outputs.size())
       raise_sequence_changed("outputs");
     for (std::size_t j = 0; j < b.outputs.size(); ++j)
-      check_view(b.outputs[j], PySequence_Fast_GET_ITEM(outputs.ptr(), j), kc.provided_outputs[j], "outputs",
+      check_view(b.outputs[j], api::seq_item(outputs.ptr(), j), kc.provided_outputs[j], "outputs",
                  ItemRef{"output", j, &self.output_names});
   }
   // Every array matched the bound signature, so the plan found at bind time is this call's.
@@ -171,11 +172,11 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
   try {
     const Py_ssize_t positional = PyVectorcall_NARGS(nargsf);
     nb::handle outputs;
-    const Py_ssize_t nk = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    const Py_ssize_t nk = kwnames != nullptr ? api::tuple_size(kwnames) : 0;
     for (Py_ssize_t i = 0; i < nk; ++i) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+      PyObject* key = api::tuple_item(kwnames, i);
       if (key != g_outputs_name && PyUnicode_Compare(key, g_outputs_name) != 0) {
-        const char* name = PyUnicode_AsUTF8(key);
+        const char* name = api::utf8(key);
         if (name == nullptr) throw nb::python_error();
         throw ArgumentTypeError(name, "a bound call takes its inputs positionally and outputs= only, got the "
                                       "keyword '" + std::string(name) + "'");
@@ -185,8 +186,7 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
     nb::object inputs = nb::steal(PyTuple_New(positional));
     if (!inputs.is_valid()) return nullptr;
     for (Py_ssize_t i = 0; i < positional; ++i) {
-      Py_INCREF(args[i]);
-      PyTuple_SET_ITEM(inputs.ptr(), i, args[i]);
+      if (api::tuple_fill(inputs.ptr(), i, Py_NewRef(args[i])) != 0) return nullptr;
     }
     return run(*nb::inst_ptr<PyBoundCall>(self), inputs, outputs).release().ptr();
   } catch (...) {
@@ -196,7 +196,7 @@ PyObject* bound_vectorcall(PyObject* self, PyObject* const* args, std::size_t na
 
 // tp_call (bound(*args, **kwargs) from C, or with a dict of keywords).
 PyObject* bound_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  return PyVectorcall_Call(self, args, kwargs);
+  return api::call_through_vectorcall(self, bound_vectorcall, args, kwargs);
 }
 
 PyType_Slot kBoundSlots[] = {{Py_tp_call, reinterpret_cast<void*>(bound_tp_call)}, {0, nullptr}};
@@ -233,9 +233,11 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
     // The lease ends here: the example arrays are released.
   }
   b.stream = nb::borrow(args.stream);
-  nb::object obj = nb::cast(std::move(b));
-  PyBoundCall* made = nb::inst_ptr<PyBoundCall>(obj);
-  enable_own_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
+  // An instance of the class Python sees (api::callable_class), made as nb::cast would.
+  nb::object obj = nb::inst_alloc(g_bound_type);
+  PyBoundCall* made = new (nb::inst_ptr<PyBoundCall>(obj)) PyBoundCall(std::move(b));
+  nb::inst_mark_ready(obj);
+  api::enable_instance_vectorcall(obj.ptr(), &made->vectorcall, bound_vectorcall, bound_tp_call);
   return obj;
 }
 
@@ -244,12 +246,17 @@ nb::object bind_call(nb::handle kernel_obj, const CallArgs& args) {
 void bind_bound_call(nb::module_& m, nb::class_<PyKernel>& cls) {
   using namespace nb::literals;
   g_outputs_name = PyUnicode_InternFromString("outputs");
-  nb::class_<PyBoundCall>(m, "BoundCall",
-                          "A kernel call bound by kernel.bind(...): call it with the inputs positionally "
-                          "(arrays, and scalars in their positions) and outputs=[...] when it was bound with "
-                          "outputs=; returns what the kernel's call returns.",
-                          nb::type_slots(kBoundSlots))
-      .def_prop_ro("kernel", [](const PyBoundCall& b) { return b.kernel; }, "The kernel this call was bound from.");
+  auto bound = nb::class_<PyBoundCall>(m, "BoundCall",
+                                       "A kernel call bound by kernel.bind(...): call it with the inputs "
+                                       "positionally (arrays, and scalars in their positions) and outputs=[...] "
+                                       "when it was bound with outputs=; returns what the kernel's call returns.",
+                                       nb::type_slots(kBoundSlots))
+                   .def_prop_ro("kernel", [](const PyBoundCall& b) { return b.kernel; },
+                                "The kernel this call was bound from.");
+  nb::object visible = api::callable_class(bound, api::vectorcall_offset<PyBoundCall>(bound), bound_tp_call,
+                                           "_BoundCallPlain");
+  m.attr("BoundCall") = visible;
+  g_bound_type = visible.release().ptr();  // kept for the module's lifetime
   cls.def(
       "bind",
       [](nb::handle self, nb::handle inputs, nb::handle output_shapes, nb::handle output_dtypes, nb::handle grid,

@@ -162,7 +162,7 @@ void bind(nb::module_& m) {
     if (!type) throw nb::python_error();
     g_dtype_type = reinterpret_cast<PyTypeObject*>(type);  // this reference is never released
     for (int i = 0; i < kNumDTypes; ++i) {
-      PyObject* obj = g_dtype_type->tp_alloc(g_dtype_type, 0);
+      PyObject* obj = api::type_alloc(g_dtype_type);
       if (!obj) throw nb::python_error();
       reinterpret_cast<DTypeObject*>(obj)->value = static_cast<DType>(i);
       g_singletons[i] = obj;  // nor are these
@@ -197,7 +197,7 @@ nb::handle dtype_object(DType dtype) { return g_singletons[static_cast<int>(dtyp
 namespace {
 
 std::optional<DType> dtype_named(nb::handle text) {
-  const char* name = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8(text.ptr()) : nullptr;
+  const char* name = PyUnicode_Check(text.ptr()) ? api::utf8(text.ptr()) : nullptr;
   if (name == nullptr) {
     PyErr_Clear();
     return std::nullopt;

@@ -219,9 +219,10 @@ void expose_python_call(nb::type_object cls, nb::handle fn) {
   // while TorchDynamo, which reads __call__ from the class dict to trace a
   // call, finds the Python function (python/jitkernel/_frameworks/traced_call.py).
   auto* tp = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (!PyType_IsSubtype(tp, g_kernel_type) || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+  if (!PyType_IsSubtype(tp, g_kernel_type) || !(PyType_GetFlags(tp) & Py_TPFLAGS_HEAPTYPE))
     throw nb::type_error("_expose_python_call: expected a Python subclass of KernelBase");
-  if (PyDict_SetItemString(tp->tp_dict, "__call__", fn.ptr()) != 0) throw nb::python_error();
+  nb::object dict = nb::steal(api::type_dict(tp));
+  if (!dict.is_valid() || PyDict_SetItemString(dict.ptr(), "__call__", fn.ptr()) != 0) throw nb::python_error();
   PyType_Modified(tp);
 }
 
@@ -263,6 +264,8 @@ void bind(nb::module_& m) {
   bind_metal_methods(cls);
   bind_bound_call(m, cls);
   g_kernel_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  m.attr("KernelBase") = api::callable_class(cls, api::vectorcall_offset<PyKernel>(cls), call_slot,
+                                             "_KernelBasePlain");
 
   m.def("_expose_python_call", &expose_python_call, "cls"_a, "fn"_a,
         "Shows `fn` as cls.__call__ to Python introspection, keeping the C call slot (internal).");

@@ -94,7 +94,7 @@ nb::object folder_read(const cache::EntryFolder& folder, const std::string& name
   const cache::EntryHeaderBytes header = cache::encode_entry_header(key, payload);
   nb::object out = nb::steal(PyBytes_FromStringAndSize(nullptr, Py_ssize_t(header.size() + payload.size())));
   if (!out.is_valid()) throw nb::python_error();
-  char* at = PyBytes_AS_STRING(out.ptr());
+  char* at = api::bytes_data(out.ptr());
   std::memcpy(at, header.data(), header.size());
   std::memcpy(at + header.size(), payload.data(), payload.size());
   return out;

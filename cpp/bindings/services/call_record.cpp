@@ -188,7 +188,7 @@ std::string encode_call_py(nb::handle input_names, nb::handle output_names, nb::
 // The text of a str (UTF-8) or bytes argument; anything else, or a str that is not UTF-8, is refused naming it.
 std::string text_arg(nb::handle text, const char* argument) {
   if (nb::isinstance<nb::bytes>(text)) {
-    return std::string(PyBytes_AS_STRING(text.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(text.ptr())));
+    return std::string(api::bytes_data(text.ptr()), static_cast<std::size_t>(api::bytes_size(text.ptr())));
   }
   if (!nb::isinstance<nb::str>(text)) {
     throw ArgumentTypeError(argument, "expected a serialised jitkernel call (str), got " + type_text(text));

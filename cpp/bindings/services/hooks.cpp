@@ -33,7 +33,7 @@ void clear_caches() {
 
 // Releases the GIL when the calling thread holds it (a section opened on a
 // thread without it, or nested in one, does nothing).
-void* release_gil() { return PyGILState_Check() ? PyEval_SaveThread() : nullptr; }
+void* release_gil() { return api::gil_held() ? PyEval_SaveThread() : nullptr; }
 void reacquire_gil(void* state) {
   if (state != nullptr) PyEval_RestoreThread(static_cast<PyThreadState*>(state));
 }
