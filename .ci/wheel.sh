@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # CI for the wheels PyPI gets, built with tools/build_wheel.sh: this machine's python3's wheel (the one Python
-# certain to be here; kept in KEEP_DIR for later steps) and the cp312-abi3 wheel, which serves every CPython >= 3.12
-# (pyproject.toml's classifiers claim 3.12 and 3.13: this is where CI proves them). auditwheel must tag each
-# manylinux_2_28 or older (the script fails otherwise); abi3audit must find no symbol outside the stable ABI in the
-# abi3 one. Each wheel is installed into a fresh virtual environment (with its `cuda` extra and the light test
-# dependencies from PyPI) and tested there with no compiler on PATH, from a folder where the source tree's python/ is
-# not importable, after checking that `jitkernel` is the installed one: python3's wheel and the abi3 wheel under
-# 3.13 run all CPU tests; the abi3 wheel under 3.12 (the version it is built with) runs the call-path tests. The CPU
+# certain to be here; kept in KEEP_DIR for later steps), the cp313 wheel and the cp312-abi3 wheel (the limited API,
+# for CPython versions without a wheel of their own; pyproject.toml's classifiers claim 3.12 and 3.13: this is where
+# CI proves them). auditwheel must tag each manylinux_2_28 or older (the script fails otherwise); abi3audit must find
+# no symbol outside the stable ABI in the abi3 one. Each wheel is installed into a fresh virtual environment (with
+# its `cuda` extra and the light test dependencies from PyPI) and tested there with no compiler on PATH, from a
+# folder where the source tree's python/ is not importable, after checking that `jitkernel` is the installed one:
+# python3's wheel, the cp313 wheel under 3.13 and the abi3 wheel under 3.12 run all CPU tests, the abi3 wheel under
+# 3.13 the call-path tests. The CPU
 # tests exercise the C++ core's exceptions as nanobind translates them, which is what a statically linked libc++
 # could break. Python 3.12 and 3.13 are looked for as build_wheel.sh looks (pyenv's versions, then PATH).
 # usage: .ci/wheel.sh [KEEP_DIR]   (KEEP_DIR: where to leave a copy of python3's wheel, for later steps)
@@ -20,14 +21,14 @@ trap 'rm -rf "$work"' EXIT
 python=$(python3 -c "import sys; print(sys.executable)")  # the real interpreter behind a pyenv shim
 version=$("$python" -c "import sys; print('%d.%d' % sys.version_info[:2])")
 
-# python3's wheel, and the abi3 one (the same wheel where python3 is 3.12 or newer).
-builds=("$python")
-case "$version" in 3.10|3.11) builds+=(3.12) ;; esac
+# python3's wheel, 3.13's and the abi3 one.
+builds=("$python" abi3)
+[ "$version" = 3.13 ] || builds+=(3.13)
 tools/build_wheel.sh "$work/wheels" "${builds[@]}"
 abi3=$(ls "$work"/wheels/jitkernel-*-cp312-abi3-manylinux_2_*.whl)
-wheel=$abi3
-case "$version" in 3.10|3.11) wheel=$(ls "$work"/wheels/jitkernel-*-cp${version/./}-cp${version/./}-manylinux_2_*.whl) ;; esac
-echo "built $(basename "$wheel") and $(basename "$abi3")"
+wheel=$(ls "$work"/wheels/jitkernel-*-cp${version/./}-cp${version/./}-manylinux_2_*.whl)
+wheel313=$(ls "$work"/wheels/jitkernel-*-cp313-cp313-manylinux_2_*.whl)
+echo "built $(basename "$wheel"), $(basename "$wheel313") and $(basename "$abi3")"
 [ -z "$keep" ] || cp "$wheel" "$keep/"
 
 # A Python by version, as tools/build_wheel.sh finds it.
@@ -71,5 +72,6 @@ py313=$(find_python 3.13)
 "$py312" -m venv "$work/abi3audit"
 "$work/abi3audit/bin/python" -m pip install -q abi3audit
 "$work/abi3audit/bin/python" -m abi3audit --strict --assume-minimum-abi3 3.12 "$abi3"
-test_wheel "$py313" "$abi3" 3.13 "$repo/tests/cpu"
-test_wheel "$py312" "$abi3" 3.12 "$repo"/tests/cpu/test_{kernel_call,bound_call,mock_driver_calls,api_errors}.py
+test_wheel "$py312" "$abi3" 3.12-abi3 "$repo/tests/cpu"
+test_wheel "$py313" "$abi3" 3.13-abi3 "$repo"/tests/cpu/test_{kernel_call,bound_call,mock_driver_calls,api_errors}.py
+[ "$version" = 3.13 ] || test_wheel "$py313" "$wheel313" 3.13 "$repo/tests/cpu"

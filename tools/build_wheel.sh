@@ -2,7 +2,9 @@
 # Builds the sdist and, from it, Linux wheels that PyPI accepts (manylinux) on a plain Debian machine, without Docker:
 #   tools/build_wheel.sh [--arch aarch64] OUTDIR [PYTHON...]
 # Wheels are built from the sdist (as pip would on a user's machine), so every run proves that the sdist builds.
-# PYTHON is a version found among pyenv's (3.12) or an interpreter's path; default: 3.10 3.11 3.12 (3.12's is abi3).
+# PYTHON is a version found among pyenv's (3.12) or an interpreter's path, or `abi3`: the one stable-ABI wheel
+# (cp312-abi3, for CPython 3.12 and every newer one; built with 3.12 and wheel.py-api=cp312). Default: 3.10 3.11
+# 3.12 3.13 abi3 (pip prefers a version's own wheel, whose calls are faster: docs/packaging.md).
 # The C++ compiler is zig (the `ziglang` package from PyPI) targeting an old glibc (JITKERNEL_WHEEL_GLIBC, default
 # 2.28), so the extension needs nothing newer from the system; zig links its libc++ statically. CMake sees zig
 # through two wrapper scripts (CMAKE_C_COMPILER / CMAKE_CXX_COMPILER must each be one program). Each wheel is then
@@ -32,7 +34,7 @@ mkdir -p "$1"
 outdir=$(cd "$1" && pwd)
 shift
 pythons=("$@")
-[ ${#pythons[@]} -gt 0 ] || pythons=(3.10 3.11 3.12)
+[ ${#pythons[@]} -gt 0 ] || pythons=(3.10 3.11 3.12 3.13 abi3)
 
 glibc=${JITKERNEL_WHEEL_GLIBC:-2.28}
 case "$host_arch/$arch" in
@@ -107,8 +109,14 @@ echo "== sdist"
 sdist=$(ls "$raw"/sdist/jitkernel-*.tar.gz)
 cp "$sdist" "$outdir/"
 for want in "${pythons[@]}"; do
+  abi=()
+  if [ "$want" = abi3 ]; then  # the limited API of 3.12 (nanobind's STABLE_ABI, cpp/CMakeLists.txt)
+    want=3.12
+    abi=("--config-settings=wheel.py-api=cp312")
+  fi
   python=$(find_python "$want")
   version=$("$python" -c "import sys; print('%d.%d' % sys.version_info[:2])")
+  [ ${#abi[@]} -eq 0 ] || version=$version-abi3
   echo "== wheel for Python $version ($python), zig for glibc $glibc"
   # pip unpacks the sdist into a fresh folder: a clean build with zig, never a build/ folder gcc configured.
   # --config-settings, not its short spelling -C, which pip has only since 23.1 (pyenv's 3.10 comes with 23.0).
@@ -116,7 +124,7 @@ for want in "${pythons[@]}"; do
              CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}")
   settings=("--config-settings=cmake.define.CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$wrappers/extension.map")
   [ "$arch" = "$host_arch" ] || cross_settings "$python"
-  env "${build_env[@]}" "$python" -m pip wheel -q --no-deps -w "$raw/$version" "$sdist" "${settings[@]}"
+  env "${build_env[@]}" "$python" -m pip wheel -q --no-deps -w "$raw/$version" "$sdist" "${settings[@]}" "${abi[@]}"
   wheel=$(ls "$raw/$version"/jitkernel-*.whl)
   case "$(basename "$wheel")" in
     *_"$arch".whl) ;;
