@@ -6,8 +6,9 @@ instead of ``jk.Array`` (the path a torch program takes: device and stream found
 
 One process tunes a kernel into a fresh cache folder; then, alternating, fresh processes time the first call of
 the tuned kernel and of the same kernel called directly with the chosen configuration (both after an unrelated
-warm-up kernel, so neither pays for the driver or the context), and a third kind of process times each step of
-the tuned call's decision path separately (each the first time it runs in that process). Medians over --runs.
+warm-up kernel, so neither pays for the driver or the context), and a third kind of process times the tuned call's
+two parts separately: the decision (the core's warm path: cpp/bindings/services/tune_table.cpp) and the kernel call
+(each the first time it runs in that process). Medians over --runs.
 
     python3 benchmarks/host_only/bench_tuned_first_call.py [--runs 11] [--gpu] [--arrays jk|torch]
 """
@@ -28,8 +29,6 @@ CHILD = r"""
 import json, sys, time
 import numpy as np
 import jitkernel as jk
-from jitkernel import _core
-from jitkernel._fleet import tune_bench, tune_call, tune_decisions
 T = time.perf_counter_ns
 SRC = "size_t i = blockIdx.x * (size_t)BLOCK + threadIdx.x; if (i < inp_shape[0]) out[i] = inp[i] * 2;"
 k = jk.cuda_kernel(name="warm_path", input_names=["inp"], output_names=["out"], source=SRC)
@@ -46,21 +45,12 @@ CALL = dict(output_shapes=[(4096,)], output_dtypes=[jk.float32])
 mode = sys.argv[1]
 jk.synchronize()
 out = {}
-if mode == "steps":
-    def step(name, fn, *args):
-        s = T(); value = fn(*args); out[name] = (T() - s) / 1e3
-        return value
-    inputs = step("inputs", tuned._inputs_arg, (), [x])
-    shapes, dtypes = step("describe", _core._tune_describe, inputs)
-    memory_key = step("memory_key", tuned._memory_key, shapes, dtypes, CALL["output_dtypes"], None)
-    bucket = step("bucket_text", tuned._bucket_text, memory_key)
-    device = step("device_of", tune_bench.device_of, inputs)
-    identity = step("identity", tune_call._identity, device)
-    found = step("decision_find", _core._tune_find, tuned._static, identity[1], bucket, tuned._digest, len(space))
-    key, payload, index, _ = found
-    launch = step("launch_keywords", tuned._launch, index, shapes, None, None, None)
-    step("kernel_call", lambda: (k(inputs=inputs, **CALL, **launch), jk.synchronize()))
-    step("decode (listings only)", tune_decisions.decode, payload)
+if mode == "steps":  # the tuned call's two parts, each the first time it runs in the process
+    s = T(); warm = tuned._table.warm((), [x], CALL["output_dtypes"], None)
+    out["decide (one core call)"] = (T() - s) / 1e3
+    inputs, index, launch = warm
+    s = T(); k(inputs=inputs, **CALL, **launch); jk.synchronize(); out["kernel_call"] = (T() - s) / 1e3
+    s = T(); tuned.decisions; out["decode (listings only)"] = (T() - s) / 1e3
 elif mode == "split":  # the tuned call in two parts: the decision (tune: no kernel run), then the call
     s = T(); tuned.tune(inputs=[x], **CALL); out["decide"] = (T() - s) / 1e3
     s = T(); tuned(inputs=[x], **CALL); jk.synchronize(); out["call after deciding"] = (T() - s) / 1e3
@@ -122,8 +112,8 @@ def main() -> None:
     driver = "real driver" if a.gpu else "mock driver"
     print(f"first call, warm cache, {driver}, {a.arrays} arrays (medians of {a.runs} processes): tuned {t:.1f} us, "
           f"untuned {u:.1f} us, difference {t - u:+.1f} us, median paired difference {paired:+.1f} us")
-    print("steps of the tuned call (each the first time it runs in its process), then the tuned call split in two "
-          "(its own processes), median us:")
+    print("the tuned call's parts (each the first time it runs in its process), then the tuned call split in two by "
+          "tune() (its own processes), median us:")
     for name, values in steps.items():
         print(f"  {name:24s} {statistics.median(values):8.1f}")
 

@@ -240,7 +240,7 @@ def test_tuned_line_template_clash_and_canonical_form(fresh_cache, tmp_path):
 # --- decisions in memory, per GPU model ---------------------------------------------------------------------------
 
 class OnDevice:
-    """An array on CUDA device ``ordinal`` as tune_bench.device_of sees it (nothing runs it: timing is faked)."""
+    """An array on CUDA device ``ordinal`` as the core sees it (tune_gpus.cpp: device_of) (nothing runs it: timing is faked)."""
 
     def __init__(self, ordinal):
         self.shape, self.dtype, self.ordinal = (1000,), np.dtype(np.float32), ordinal
@@ -266,9 +266,9 @@ def test_decisions_in_memory_are_per_gpu_model(fresh_cache):
     for _ in range(2):  # from memory now
         assert tuned.tune(inputs=[OnDevice(0)], **CALL) == configs()[1]
         assert tuned.tune(inputs=[OnDevice(1)], **CALL) == configs()[0]
-    assert timed == [0, 1] and tune_call._one_gpu is None
+    assert timed == [0, 1] and _core._tune_one_gpu() is None
     tune_call._set_measure(measure, lambda device: models[0], devices=2)  # two GPUs of one model
     again = jk.autotune(make_kernel(), configs=configs(), grid=grid)
     assert again.tune(inputs=[OnDevice(1)], **CALL) == configs()[1]  # GPU A's decision, from disk
     assert again.tune(inputs=[OnDevice(0)], **CALL) == configs()[1] and timed == [0, 1]
-    assert tune_call._one_gpu == tune_decisions.identity_text(models[0]) and again.stats["loaded"] == 1
+    assert _core._tune_one_gpu() == tune_decisions.identity_text(models[0]) and again.stats["loaded"] == 1

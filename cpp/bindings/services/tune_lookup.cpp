@@ -1,10 +1,11 @@
-// The warm path of an autotuned call (python/jitkernel/_fleet/tune_call.py)
-// in C++: a second process's first call of a tuned kernel must cost about
-// what an untuned kernel's does (issue 30: within 0.1 ms), and each Python
-// step it took (describing the inputs, writing the key bucket as JSON,
-// hashing the decision key, reading the decision's head line) cost tens of
-// microseconds the first time it ran in a process. Here they are one call
-// each, and the decision lookup is one call in all (`_tune_find`).
+// The decision lookup of an autotuned call (python/jitkernel/_fleet/
+// tune_call.py) in C++: describing the inputs, writing the key bucket as
+// JSON, hashing the decision key and reading the decision's head line. A
+// second process's first call of a tuned kernel must cost about what an
+// untuned kernel's does (issue 30: within 0.1 ms), and each of these steps
+// cost tens of microseconds the first time it ran in a process as Python.
+// The tuned call's warm path (tune_table.cpp) runs them in one call; the
+// module functions here serve the slow path, listings and tests.
 //
 // A decision's payload (tune_decisions.py writes it) starts with kMagic and a
 // head line "<chosen index> <SHA-256 hex of the configuration space>\n"; the
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -22,12 +24,13 @@
 #include "bindings.hpp"
 #include "services/cache_keys.hpp"
 #include "services/device_arg.hpp"
+#include "services/tune_lookup.hpp"
 #include "objects/dtypes.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/sha256.hpp"
 #include "jitkernel/core/json.hpp"
 
-namespace jk::py {
+namespace jk::py::tune {
 namespace {
 
 constexpr std::string_view kMagic = "jitkernel-tune 2\n";
@@ -35,9 +38,10 @@ constexpr std::size_t kMaxPayload = std::size_t{1} << 20;  // a decision of 256 
 constexpr std::size_t kMaxHead = 80;                        // "<index> <64 hex digits>" and then some
 constexpr int kMaxBucketDepth = 16;
 
-// The jitkernel dtype of a dtype-like (NumPy, torch, ...; memoised by
-// identity in dtype_arg), or the object itself when it is none: it then keys
-// the in-process memory as it is, and its bucket is written in Python.
+}  // namespace
+
+// A dtype-like is memoised by identity in dtype_arg; one that is no dtype
+// keys the in-process memory as it is, and its bucket is written in Python.
 nb::object jk_dtype_or_same(nb::handle d) {
   if (is_jk_dtype(d)) return nb::borrow(d);
   try {
@@ -48,12 +52,10 @@ nb::object jk_dtype_or_same(nb::handle d) {
   }
 }
 
-// (shapes, dtypes) of a call's inputs: an array (anything with .shape and
-// .dtype) gives tuple(shape) and its dtype (a jitkernel dtype where it is
-// one); a scalar gives None and its type's name. The in-process decision
-// memory is keyed by these.
-nb::tuple describe(nb::list inputs) {
-  const std::size_t n = inputs.size();
+// An array is anything with .shape and .dtype. The in-process decision
+// memory is keyed by what this returns.
+nb::tuple describe(nb::handle inputs) {
+  const std::size_t n = nb::len(inputs);
   nb::list shapes, dtypes;
   for (std::size_t i = 0; i < n; ++i) {
     nb::handle x = inputs[i];
@@ -70,11 +72,10 @@ nb::tuple describe(nb::list inputs) {
   return nb::make_tuple(nb::tuple(shapes), nb::tuple(dtypes));
 }
 
-// Appends `value` as compact JSON when it is made of None, bools, ints that
-// fit int64, printable-ASCII strings, jitkernel dtypes (their names), lists
-// and tuples: what json.dumps(value, separators=(",", ":")) writes for it
-// (with dtypes as names). False for anything else (floats, other strings,
-// other types): the caller writes it in Python.
+namespace {
+
+// Appends `value` as compact JSON (bucket_json's subset); false for anything
+// else (floats, other strings, other types).
 bool append_plain(std::string& out, nb::handle value, int depth) {
   PyObject* v = value.ptr();
   if (v == Py_None) {
@@ -118,17 +119,19 @@ bool append_plain(std::string& out, nb::handle value, int depth) {
   return true;
 }
 
+}  // namespace
+
 std::optional<std::string> bucket_json(nb::handle value) {
   std::string out;
   if (!append_plain(out, value, 0)) return std::nullopt;
   return out;
 }
 
-// The GPU's part of a decision key: name and architecture, each
-// length-prefixed (no separator can be ambiguous).
 std::string identity_text(const std::string& name, const std::string& arch) {
   return std::to_string(name.size()) + ":" + name + std::to_string(arch.size()) + ":" + arch;
 }
+
+namespace {
 
 cache::Digest decision_key(std::string_view static_key, std::string_view identity, std::string_view bucket) {
   std::string text;
@@ -157,6 +160,26 @@ std::optional<int> chosen_of(std::string_view payload, std::string_view digest, 
 }
 
 std::string_view view(const nb::bytes& b) { return {b.c_str(), b.size()}; }
+
+}  // namespace
+
+Found find(std::string_view static_key, std::string_view identity, std::string_view bucket, std::string_view digest,
+           std::int64_t count) {
+  const cache::Digest key = decision_key(static_key, identity, bucket);
+  Found found;
+  found.key_hex = cache::to_hex(key);
+  std::optional<std::string> payload;
+  {
+    nb::gil_scoped_release unlocked;
+    payload = cache::load(key, cache::EntryKind::Decision);
+  }
+  found.entry = payload.has_value();
+  if (payload) found.chosen = chosen_of(*payload, digest, count);
+  if (found.chosen) found.payload = std::move(payload);
+  return found;
+}
+
+namespace {
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
@@ -195,16 +218,11 @@ void bind(nb::module_& m) {
       "_tune_find",
       [](const std::string& static_key, const std::string& identity, const std::string& bucket,
          const std::string& digest, std::int64_t count) {
-        const cache::Digest key = decision_key(static_key, identity, bucket);
-        std::optional<std::string> payload;
-        {
-          nb::gil_scoped_release unlocked;
-          payload = cache::load(key, cache::EntryKind::Decision);
-        }
-        const std::optional<int> chosen = payload ? chosen_of(*payload, digest, count) : std::nullopt;
-        nb::object found = chosen ? nb::object(nb::bytes(payload->data(), payload->size())) : nb::none();
-        return nb::make_tuple(cache::to_hex(key), found, chosen ? nb::cast(*chosen) : nb::none(),
-                              payload.has_value());
+        const Found found = find(static_key, identity, bucket, digest, count);
+        nb::object payload = found.payload ? nb::object(nb::bytes(found.payload->data(), found.payload->size()))
+                                           : nb::none();
+        return nb::make_tuple(found.key_hex, payload, found.chosen ? nb::cast(*found.chosen) : nb::none(),
+                              found.entry);
       },
       "static"_a, "identity"_a, "bucket"_a, "digest"_a, "count"_a,
       "(key hex, payload or None, chosen index or None, whether an entry was found): the stored decision of a "
@@ -214,4 +232,4 @@ void bind(nb::module_& m) {
 const Registration reg(order::toolkit, "tune_lookup", bind);
 
 }  // namespace
-}  // namespace jk::py
+}  // namespace jk::py::tune

@@ -74,28 +74,6 @@ def stream_handle(stream, inputs) -> int:
     return 0
 
 
-def device_of(inputs) -> int:
-    """The CUDA device of the first GPU array among ``inputs`` (0 when none is on a GPU). A torch tensor answers
-    through ``.device`` (a torch.device: ``type`` and ``index``), read by duck typing: TorchDynamo traces this while
-    compiling, and it can neither trace ``__dlpack_device__``'s enum nor a lookup in ``sys.modules``."""
-    for x in inputs:
-        torch_device = getattr(x, "device", None)
-        if isinstance(getattr(torch_device, "type", None), str) and hasattr(torch_device, "index"):
-            if torch_device.type == "cuda":
-                return torch_device.index or 0
-            continue
-        device = getattr(x, "__dlpack_device__", None)
-        if device is None:
-            continue
-        try:
-            kind, ordinal = device()
-        except Exception:  # a tracer's stand-in array may have no device to report
-            continue
-        if int(kind) in (2, 3, 13):  # CUDA, CUDA host, CUDA managed
-            return int(ordinal)
-    return 0
-
-
 def clone(x):
     """A new array with ``x``'s contents, in ``x``'s framework (JAX arrays: ``x`` itself, they are immutable)."""
     torch = sys.modules.get("torch")

@@ -20,33 +20,24 @@ from .. import _core
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 from .._kernels import call_routes
 from . import tune_bench, tune_decisions, tune_record
-from .tune_config import TuningWarning, _dims, _dtype_name, _template_value
+from .tune_config import TuningWarning, _dtype_name, _template_value
 
 __all__ = ["Autotuned"]
-
-_MAX_LAUNCHES = 4096  # launch keywords kept per tuned kernel (_launch)
 
 # Tests replace timing, the GPU's identity and the capture query here (_set_measure).
 _measure = tune_bench.measure  # (candidates, warmup, reps) -> (times, errors)
 _device_identity = None  # None: the GPU's (device_info); else device -> {"name", "arch"}
 _capturing = _core._stream_capturing  # (stream handle, device) -> whether a CUDA graph is being captured
-_identities: dict = {}  # device -> ({"name", "arch"}, its key text): a GPU's identity does not change
-# The key text of every visible GPU when they are all of one model (the common case: the warm path then needs
-# no device lookup), else None; asked at the process's first decision (_settle_gpus).
-_one_gpu = None
-_gpus_settled = False
-_fake_devices = 1  # GPUs a fake identity (_set_measure) has
 
 
 def _set_measure(measure, device_identity=None, capturing=None, devices: int = 1) -> None:
     """Replaces candidate timing, the GPU's identity (of ``devices`` GPUs) and the capture query (tests on machines
     without a GPU); with ``measure`` None, the real ones come back."""
-    global _measure, _device_identity, _capturing, _one_gpu, _gpus_settled, _fake_devices
+    global _measure, _device_identity, _capturing
     fake = measure is not None
     _measure = measure if fake else tune_bench.measure
     _device_identity = device_identity if fake else None
-    _identities.clear()
-    _one_gpu, _gpus_settled, _fake_devices = None, False, devices
+    _core._tune_set_gpus(_device_identity, devices)
     _capturing = (capturing or (lambda stream, device: False)) if fake else _core._stream_capturing
 
 
@@ -89,6 +80,9 @@ class Autotuned:
         self._warned: set = set()
         self._payloads: dict = {}  # bucket -> the decision's payload (decoded when ``decisions`` is read)
         self.stats = {"tuned": 0, "loaded": 0, "candidates_timed": 0}
+        # The warm path in the core (a decided bucket, in memory or stored): it shares the dicts above.
+        self._table = _core._TuneTable(self._static, self._digest, list(configs), grid, threadgroup, self._templates,
+                                       key, _dtype_name, self._chosen, self._launches, self._payloads, self.stats)
 
     def __repr__(self):
         return f"jitkernel.Autotuned({self.kernel.name!r}, {len(self.configs)} configs)"
@@ -100,9 +94,15 @@ class Autotuned:
 
     def __call__(self, *args, inputs=None, output_shapes=None, output_dtypes=None, outputs=None, grid=None,
                  threadgroup=None, template=None, init_value=None, stream=None):
-        inputs, shapes, index = self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
-                                             template, init_value, stream)
-        launch = self._launch(index, shapes, grid, threadgroup, template)
+        warm = None
+        if grid is None and threadgroup is None and not template and call_routes.precompile_session is None:
+            warm = self._table.warm(args, inputs, output_dtypes, outputs)  # a decided bucket: one core call
+        if warm is None:
+            inputs, shapes, index = self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid,
+                                                 threadgroup, template, init_value, stream)
+            launch = self._launch(index, shapes, grid, threadgroup, template)
+        else:
+            inputs, _, launch = warm
         if outputs is None and init_value is None and stream is None:  # fewer keywords for the kernel to parse
             return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, **launch)
         return self.kernel(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs,
@@ -112,16 +112,20 @@ class Autotuned:
              threadgroup=None, template=None, init_value=None, stream=None):
         """The ``Config`` a call with these arguments runs (tuning now when its bucket has no decision); the
         kernel is not run with the caller's arrays. Use it to tune before capturing a CUDA graph."""
+        if grid is None and threadgroup is None and not template and call_routes.precompile_session is None:
+            warm = self._table.warm(args, inputs, output_dtypes, outputs)
+            if warm is not None:
+                return self.configs[warm[1]]
         return self.configs[self._choose(args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup,
                                          template, init_value, stream)[2]]
 
     def _choose(self, args, inputs, output_shapes, output_dtypes, outputs, grid, threadgroup, template, init_value,
                 stream) -> tuple:
-        """(inputs as a list, their shapes, the index of the configuration to run): one dict lookup once the
-        bucket is decided."""
+        """(inputs as a list, their shapes, the index of the configuration to run): the slow path of a call (the
+        table's ``warm`` is the fast one); one dict lookup once the bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
         shapes, dtypes = _core._tune_describe(inputs)
-        gpu = _one_gpu or (_gpu_of(inputs) if _identities else None)  # None: _decide asks the GPU
+        gpu = _core._tune_one_gpu() or _gpu_of(inputs)  # None: _decide asks the GPU
         memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs, gpu)
         index = self._chosen.get(memory_key)
         if index is None:
@@ -172,49 +176,18 @@ class Autotuned:
             raise ArgumentTypeError("key", f"the key function returned {value[0]!r}, which cannot be stored: "
                                            f"return ints, floats, strings or tuples of them") from None
 
-    def _resolve(self, own, shared, shapes, config, call_value, argument: str):
-        """A config's grid / threadgroup: its own, else autotune's (a function is called), else the call's."""
-        if own is not None:
-            return own
-        if callable(shared):
-            value = shared(shapes, config)
-            try:
-                return _dims(value, argument)
-            except JitKernelError:
-                raise ArgumentTypeError(argument, f"the {argument} function returned {value!r} for {config!r}: "
-                                                  f"expected 1 to 3 positive ints") from None
-        if shared is not None:
-            return shared
-        if call_value is None:
-            raise ArgumentTypeError(argument, f"no {argument} for {config!r}: give autotune({argument}=...), the "
-                                              f"Config's {argument} or the call's {argument}=")
-        return call_value
-
     def _launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
-        """The launch keywords (grid, threadgroup, template) of configuration ``index`` for these shapes; kept per
-        (index, shapes) when the call adds nothing of its own (the common case: one dict lookup per call)."""
-        if grid is None and threadgroup is None and not template:
-            launch = self._launches.get((index, shapes))
-            if launch is None:
-                if len(self._launches) >= _MAX_LAUNCHES:  # many shapes (dynamic sizes): start over
-                    self._launches.clear()
-                launch = self._launches[(index, shapes)] = self._make_launch(index, shapes, None, None, None)
+        """The launch keywords (grid, threadgroup, template) of configuration ``index`` for these shapes: the
+        table's (a config's own grid / threadgroup, else autotune's, a function called, else the call's; kept per
+        (index, shapes) when the call gives neither), plus the call's own ``template`` entries."""
+        launch = self._table.launch(index, shapes, grid, threadgroup)
+        if not template:
             return launch
-        return self._make_launch(index, shapes, grid, threadgroup, template)
-
-    def _make_launch(self, index: int, shapes, grid, threadgroup, template) -> dict:
-        config = self.configs[index]
-        tmpl = self._templates[index]
-        if template:
-            extra = list(template.items()) if isinstance(template, dict) else list(template)
-            clash = {n for n, _ in tmpl} & {n for n, _ in extra}
-            if clash:
-                raise ArgumentError("template", f"{sorted(clash)} are set by the tuned configurations")
-            tmpl = tmpl + [(n, _template_value(n, v)) for n, v in extra]
-        return {"grid": self._resolve(config.grid, self.grid, shapes, config, grid, "grid"),
-                "threadgroup": self._resolve(config.threadgroup, self.threadgroup, shapes, config, threadgroup,
-                                             "threadgroup"),
-                "template": tmpl or None}
+        extra = list(template.items()) if isinstance(template, dict) else list(template)
+        clash = {n for n, _ in self._templates[index]} & {n for n, _ in extra}
+        if clash:
+            raise ArgumentError("template", f"{sorted(clash)} are set by the tuned configurations")
+        return dict(launch, template=self._templates[index] + [(n, _template_value(n, v)) for n, v in extra])
 
     def _decide(self, memory_key, inputs, shapes, dtypes, call) -> int:
         """A stored decision first (no capture or trace checks, no claim: the warm path), else ``_tune_or_not``."""
@@ -226,7 +199,7 @@ class Autotuned:
             if session is not None:
                 return self._precompile(memory_key, inputs, shapes, dtypes, call, session)
             bucket = self._bucket_text(memory_key)
-            device = tune_bench.device_of(inputs)
+            device = _core._tune_device_of(inputs)
             try:
                 identity, identity_key = _identity(device)
             except JitKernelError:
@@ -234,7 +207,7 @@ class Autotuned:
                 if why_not is None:
                     raise
                 return self._untuned(why_not, 5)  # traced where the GPU cannot be asked
-            _settle_gpus(identity_key)
+            _core._tune_settle_gpus(identity_key)
             memory_key = (identity_key,) + memory_key[1:]  # the GPU the call runs on
             index = self._chosen.get(memory_key)
             if index is not None:
@@ -352,37 +325,13 @@ def _code_identity(fn) -> str:
 
 
 def _identity(device: int) -> tuple:
-    """({"name", "arch"} of the GPU, its decision key text), asked once per device and process."""
-    found = _identities.get(device)
-    if found is None:
-        if _device_identity is not None:
-            identity = _device_identity(device)
-            found = (identity, tune_decisions.identity_text(identity))
-        else:
-            name, arch, text = _core._tune_identity(device)
-            found = ({"name": name, "arch": arch}, text)
-        _identities[device] = found
-    return found
+    """({"name", "arch"} of the GPU, its decision key text), asked once per device and process (the core keeps
+    them: cpp/bindings/services/tune_gpus.cpp)."""
+    name, arch, text = _core._tune_gpu(device)
+    return {"name": name, "arch": arch}, text
 
 
 def _gpu_of(inputs) -> str | None:
     """The key text of the GPU a call's inputs are on, when this process has asked that GPU already (else None:
     the call goes to ``_decide``, which asks). Only when the process's GPUs are of several models."""
-    found = _identities.get(tune_bench.device_of(inputs))
-    return None if found is None else found[1]
-
-
-def _settle_gpus(known: str) -> None:
-    """Sets ``_one_gpu`` when every visible GPU is of one model (asked once per process, at its first decision;
-    ``known``: the key text of the GPU that decision is for, all there is to ask on a one-GPU machine). A GPU that
-    cannot be asked leaves it None: calls then look their device up, which is always right."""
-    global _one_gpu, _gpus_settled
-    if _gpus_settled:
-        return
-    _gpus_settled = True
-    try:
-        count = _fake_devices if _device_identity is not None else _core.device_count()
-        texts = {known} if count == 1 else {_identity(d)[1] for d in range(count)}
-    except JitKernelError:
-        return
-    _one_gpu = texts.pop() if len(texts) == 1 else None
+    return _core._tune_known_gpu(inputs)
