@@ -108,20 +108,26 @@ CHILD = PATHS + """
 import json
 import numpy as np
 import jitkernel as jk
+from _gpu_util import to_device, to_numpy
 from test_autotune_gpu import plus_one
 tuned = plus_one()
-x = np.arange(4096, dtype=np.float32)
-(y,) = tuned(inputs=[x], output_shapes=[x.shape], output_dtypes=[jk.float32])
-print(json.dumps(dict(stats=tuned.stats, ok=bool(np.array_equal(y.numpy(), x + 1)),
-                      chosen=tuned.configs.index(tuned.tune(x, output_shapes=[x.shape], output_dtypes=[jk.float32])))))
+x0 = np.arange(4096, dtype=np.float32)
+x = to_device(sys.argv[1], x0)
+(y,) = tuned(inputs=[x], output_shapes=[x0.shape], output_dtypes=[jk.float32])
+print(json.dumps(dict(stats=tuned.stats, ok=bool(np.array_equal(to_numpy(y), x0 + 1)),
+                      chosen=tuned.configs.index(tuned.tune(x, output_shapes=[x0.shape], output_dtypes=[jk.float32])))))
 """
 
 
-def test_second_process_reads_the_decision(tmp_path):
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_second_process_reads_the_decision(tmp_path, framework):
+    """The first process tunes with NumPy inputs; the second calls with ``framework``'s arrays (torch: described
+    through torch's DLPack exchange API, not its attributes) and finds the same bucket's decision."""
+    need(framework)
     env = dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "shared"))
     runs = []
-    for _ in range(2):
-        p = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+    for name in ("numpy", framework):
+        p = subprocess.run([sys.executable, "-c", CHILD, name], env=env, capture_output=True,
                            text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -136,6 +142,27 @@ def test_second_process_reads_the_decision(tmp_path):
     # The decision is an entry of its own kind: one .jkt beside the candidates' binaries (.jkc) and aliases.
     kinds = sorted(p.suffix for p in (tmp_path / "shared" / "kernels").iterdir())
     assert kinds.count(".jkt") == 1 and ".jkc" in kinds
+
+
+def test_device_arrays_are_described_as_their_attributes_say():
+    """A tuned call reads a device array's shape, dtype and device the way a kernel call does (a jk.Array's view,
+    torch's DLPack exchange API), not through its Python attributes; the answers must be the attributes'."""
+    torch = need("torch")
+    base = torch.arange(24, device="cuda", dtype=torch.float32).reshape(2, 3, 4)
+    arrays = [base, base.transpose(0, 2), base[:, 1], torch.tensor(3.0, device="cuda"), base.to(torch.bfloat16),
+              base.to(torch.int64)[0], torch.zeros(0, 5, device="cuda", dtype=torch.bool), base.cpu()]
+    if torch.cuda.device_count() > 1:
+        arrays.append(base.to("cuda:1"))
+    for t in arrays:
+        assert jk._core._tune_describe([t, 2.0]) == ((tuple(t.shape), None),
+                                                      (jk._core._tune_dtype(t.dtype), "float"))
+        assert jk._core._tune_device_of([1.0, t]) == (t.device.index or 0)
+    (a,) = plus_one("describe_me").kernel(inputs=[np.zeros(6, np.float32)], output_shapes=[(2, 3)],
+                                         output_dtypes=[jk.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+                                         template={"SLOW_US": 0})
+    assert isinstance(a, jk.Array)
+    assert jk._core._tune_describe([a]) == (((2, 3),), (jk.float32,))
+    assert jk._core._tune_device_of([a]) == 0
 
 
 BUILD = PATHS + """

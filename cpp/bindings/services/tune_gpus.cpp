@@ -48,6 +48,7 @@ Gpu ask(int device) {
 
 int device_of(nb::handle inputs) {
   for (nb::handle x : inputs) {
+    if (const std::optional<DeviceFacts> f = device_facts(x)) return f->device;
     nb::object torch_device = nb::getattr(x, "device", nb::none());
     nb::object kind = nb::getattr(torch_device, "type", nb::none());
     if (PyUnicode_Check(kind.ptr()) && nb::hasattr(torch_device, "index")) {

@@ -25,6 +25,10 @@
 #include "services/cache_keys.hpp"
 #include "services/device_arg.hpp"
 #include "services/tune_lookup.hpp"
+#include "call/convert_detail.hpp"
+#include "call/dlpack.hpp"
+#include "objects/array.hpp"
+#include "jitkernel/core/dtype.hpp"
 #include "objects/dtypes.hpp"
 #include "jitkernel/cache/disk_cache.hpp"
 #include "jitkernel/cache/sha256.hpp"
@@ -52,6 +56,31 @@ nb::object jk_dtype_or_same(nb::handle d) {
   }
 }
 
+std::optional<DeviceFacts> device_facts(nb::handle x) {
+  if (is_jk_array(x)) {
+    const ArrayView& v = jk_array_ptr(x)->array.view;
+    return DeviceFacts{v.shape.data(), static_cast<int>(v.shape.size()), v.dtype, v.device};
+  }
+  const TypeInfo* info = nullptr;
+  try {
+    info = &classify(x, "inputs", ItemRef{});
+  } catch (const std::exception&) {  // described through its attributes (or as a scalar) instead
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  if (info->exchange == nullptr) return std::nullopt;
+  dlpack::Tensor t{};
+  if (info->exchange->dltensor_from_py_object_no_sync(x.ptr(), &t) != 0) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  if (t.device.device_type != dlpack::kCUDA || t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr))
+    return std::nullopt;
+  const std::optional<DType> dtype = dtype_from_dlpack(t.dtype.code, t.dtype.bits, t.dtype.lanes);
+  if (!dtype) return std::nullopt;
+  return DeviceFacts{t.shape, t.ndim, *dtype, t.device.device_id};
+}
+
 // An array is anything with .shape and .dtype. The in-process decision
 // memory is keyed by what this returns.
 nb::tuple describe(nb::handle inputs) {
@@ -59,7 +88,12 @@ nb::tuple describe(nb::handle inputs) {
   nb::list shapes, dtypes;
   for (std::size_t i = 0; i < n; ++i) {
     nb::handle x = inputs[i];
-    if (nb::hasattr(x, "shape") && nb::hasattr(x, "dtype")) {
+    if (const std::optional<DeviceFacts> f = device_facts(x)) {
+      nb::list shape;
+      for (int d = 0; d < f->ndim; ++d) shape.append(nb::int_(f->shape[d]));
+      shapes.append(nb::tuple(shape));
+      dtypes.append(nb::borrow(dtype_object(f->dtype)));
+    } else if (nb::hasattr(x, "shape") && nb::hasattr(x, "dtype")) {
       PyObject* shape = PySequence_Tuple(x.attr("shape").ptr());  // tuple(x.shape)
       if (shape == nullptr) nb::raise_python_error();
       shapes.append(nb::steal(shape));

@@ -10,11 +10,24 @@
 #include <string_view>
 
 #include "bindings.hpp"
+#include "jitkernel/core/dtype.hpp"
 
 namespace jk::py::tune {
 
 // The jitkernel dtype of a dtype-like, or the object itself when it has none.
 nb::object jk_dtype_or_same(nb::handle d);
+
+// What describing a call reads of a device array, read the way a kernel call
+// reads it (a jk.Array's view; torch's DLPack exchange API, one C call)
+// rather than through Python attributes, whose first use in a process costs
+// tens of microseconds with torch tensors. `shape` lives as long as `x`.
+struct DeviceFacts {
+  const std::int64_t* shape;
+  int ndim;
+  DType dtype;
+  int device;
+};
+std::optional<DeviceFacts> device_facts(nb::handle x);
 
 // (shapes, dtypes) of a call's inputs (a list): an array gives tuple(shape)
 // and its dtype (a jitkernel dtype where it is one); a scalar gives None and
