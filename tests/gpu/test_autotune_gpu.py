@@ -112,7 +112,7 @@ from _gpu_util import to_device, to_numpy
 from test_autotune_gpu import plus_one
 tuned = plus_one()
 x0 = np.arange(4096, dtype=np.float32)
-x = to_device(sys.argv[1], x0)
+x = to_device(sys.argv[1] if len(sys.argv) > 1 else "numpy", x0)
 (y,) = tuned(inputs=[x], output_shapes=[x0.shape], output_dtypes=[jk.float32])
 print(json.dumps(dict(stats=tuned.stats, ok=bool(np.array_equal(to_numpy(y), x0 + 1)),
                       chosen=tuned.configs.index(tuned.tune(x, output_shapes=[x0.shape], output_dtypes=[jk.float32])))))
