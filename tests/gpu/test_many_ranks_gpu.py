@@ -4,7 +4,9 @@ read-only tier filled from a bundle compiles nothing. The one-GPU test runs seve
 tests need two GPUs, or four (they skip with fewer).
 
 The torch tests start their ranks with torchrun (tests/gpu/distributed/cache_ranks.py: RMSNorm and GELU forward and
-backward kernels on torch tensors, checked against torch): one rank per GPU on 2 and 4 GPUs, and 8 ranks on 2 GPUs."""
+backward kernels on torch tensors, checked against torch): one rank per GPU on 2 and 4 GPUs, and 8 ranks on 2 GPUs;
+and one rank per GPU calling an autotuned kernel at once (tuned_ranks.py): the bucket is tuned by one rank, read by
+the others, and every rank runs the same configuration."""
 from __future__ import annotations
 
 import os
@@ -139,3 +141,17 @@ def test_torchrun_one_rank_per_gpu_on_a_bundle_tier_compiles_nothing(tmp_path, r
     need_gpus(ranks)
     reports = _torch_ranks(tmp_path, ranks, JITKERNEL_CACHE_READONLY_DIRS=bundle_tier())
     assert all(r["misses"] == 0 and r["stores"] == 0 and r["readonly_hits"] == KERNELS for r in reports), reports
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_torchrun_ranks_tune_a_bucket_once_and_agree(tmp_path, ranks):
+    """One rank per GPU calls an autotuned kernel at once on an empty cache (tests/gpu/distributed/tuned_ranks.py):
+    one rank times the candidates, the others read its decision; all run the fastest configuration."""
+    need("torch")
+    need_gpus(ranks)
+    reports = torchrun("tuned_ranks.py", ranks, tmp_path, env=dict(JITKERNEL_CACHE_DIR=str(tmp_path / "cache")))
+    assert_checks_ok(reports, ["output", "ranks agree", "stored decision"])
+    assert sum(r["stats"]["tuned"] for r in reports) == 1, reports
+    assert sum(r["stats"]["loaded"] for r in reports) == ranks - 1, reports
+    assert {r["chosen"] for r in reports} == {1}, reports  # the configuration without spinning
+    assert len({r["device"] for r in reports}) == ranks, reports  # one GPU each
