@@ -8,6 +8,10 @@ process that gives up tunes itself). Nothing is tuned while a CUDA graph is bein
 while torch.compile / jax.jit / torch.export trace the call: the stored decision is used, else the first
 configuration with one ``TuningWarning`` (that choice is not remembered: the next eager call tunes). In a
 ``jk.precompile`` session every candidate is compiled (so a fleet that tunes compiles nothing).
+
+A call whose bucket is decided (in memory, or stored on disk) is answered by one core call, the table's ``warm``
+(cpp/bindings/services/tune_table.cpp: a second process's first call must cost about what an untuned call does);
+everything else comes here (``_choose``). Both share the table's dicts, so what one decides the other finds.
 """
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ others wait and read its decision).
 The payload is ``MAGIC``, a head line ``"<chosen index> <SHA-256 of the configuration space>"``, then the whole
 decision as UTF-8 JSON. A tuned call reads only the head line (``chosen_of``: bounded, no JSON, no hashing of the
 space), so a second process's first call costs one small read more than an untuned call; the key, the read and
-the head line's check are one call into the core there (cpp/bindings/services/tune_lookup.cpp, which owns the
-head line's format and the size bound). Listings and ``Autotuned.decisions`` decode the JSON (``decode``). What is read is never trusted: it is bounded (``MAX_BYTES``;
+the head line's check are done by the core (cpp/bindings/services/tune_lookup.cpp, which owns the head line's
+format and the size bound; a tuned call's warm path, tune_table.cpp, calls it). Listings and ``Autotuned.decisions`` decode the JSON (``decode``). What is read is never trusted: it is bounded (``MAX_BYTES``;
 longer is refused unread), parsed once (linear), and checked (the head must name this space and an index it
 has; ``decode`` checks every field and that the head agrees with the body); anything else is a foreign or
 damaged decision, reported with one ``CacheWarning`` when the bucket is tuned again (the new decision replaces it
