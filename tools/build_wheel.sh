@@ -65,7 +65,9 @@ find_python() {
 # SKBUILD_SOABI, which nanobind uses) and tags the wheel (_PYTHON_HOST_PLATFORM) for $arch. The interpreter only runs
 # the build; nothing is linked against it. pip, seeing that platform too, would fetch $arch builds of CMake and Ninja
 # for the build environment: those of build/wheel-tools are named instead, so it fetches none. nanobind's stubgen
-# imports the built module, which cannot load here: the cross-built wheel has no jitkernel/_core.pyi.
+# imports the built module, which cannot load here: the type stub (jitkernel/_core.pyi, the same on every CPU: it is
+# made from the bindings' source) comes from a build of the same sdist for this machine (host_stub), handed to the
+# cross build as JITKERNEL_STUB_FILE.
 cross_settings() {
   local python=$1 include suffix
   include=$("$repo/tools/cross_python_headers.sh" "$python" "$tools/python-headers-$arch")
@@ -78,9 +80,24 @@ cross_settings() {
              "CMAKE_EXECUTABLE=$tools/bin/cmake" "CMAKE_GENERATOR=Ninja" "CMAKE_MAKE_PROGRAM=$tools/bin/ninja")
   local define
   for define in CMAKE_SYSTEM_NAME=Linux "CMAKE_SYSTEM_PROCESSOR=$arch" "Python_INCLUDE_DIR=$include" \
-                "Python3_INCLUDE_DIR=$include" JITKERNEL_STUBS=OFF; do
+                "Python3_INCLUDE_DIR=$include" JITKERNEL_STUBS=OFF "JITKERNEL_STUB_FILE=$(host_stub "$python")"; do
     settings+=("--config-settings=cmake.define.$define")
   done
+}
+
+# The path of jitkernel/_core.pyi from a wheel of the sdist built for this machine with PYTHON (and the abi3
+# setting in effect), with the system's compiler; it must declare the module's classes.
+host_stub() {
+  local python=$1 folder=$raw/host-stub-$version
+  echo "== type stub: a wheel for $host_arch with $python" >&2
+  "$python" -m pip wheel -q --no-deps -w "$folder" "$sdist" ${abi[@]+"${abi[@]}"} >&2
+  "$python" -c "import sys, zipfile, glob; sys.stdout.write(zipfile.ZipFile(glob.glob(sys.argv[1] + '/jitkernel-*.whl')[0])
+.read('jitkernel/_core.pyi').decode())" "$folder" >"$folder/_core.pyi"
+  if ! grep -q "^class KernelBase" "$folder/_core.pyi"; then
+    echo "build_wheel.sh: the $host_arch build's jitkernel/_core.pyi declares no KernelBase class" >&2
+    exit 1
+  fi
+  echo "$folder/_core.pyi"
 }
 
 tools=$repo/build/wheel-tools
@@ -154,6 +171,10 @@ for want in "${pythons[@]}"; do
   # Nothing is vendored: a repaired wheel that grew a jitkernel.libs folder bundles a system library.
   if "$tools/bin/python" -m zipfile -l "$repaired" | grep -q "\.libs/"; then
     echo "build_wheel.sh: auditwheel vendored libraries into $repaired" >&2
+    exit 1
+  fi
+  if ! "$tools/bin/python" -m zipfile -l "$repaired" | grep -q "jitkernel/_core.pyi"; then
+    echo "build_wheel.sh: $repaired has no type stub (jitkernel/_core.pyi)" >&2
     exit 1
   fi
   cp "$repaired" "$outdir/"

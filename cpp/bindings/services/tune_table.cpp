@@ -211,13 +211,14 @@ class TuneTable {
     } catch (const nb::python_error&) {
       return std::nullopt;
     }
-    settle_gpus(g->text);
-    nb::object memory = memory_key(nb::str(g->text.c_str(), g->text.size()), shapes, dtypes, bucket, out);
+    const std::string gpu_text = g->text;  // a copy: the GIL is released while the decision is read
+    settle_gpus(gpu_text);
+    nb::object memory = memory_key(nb::str(gpu_text.c_str(), gpu_text.size()), shapes, dtypes, bucket, out);
     if (std::optional<long long> index = remembered(memory)) return index;
     const nb::object value = key_.is_none() ? nb::make_tuple(shapes, dtypes, out) : nb::make_tuple(bucket, out);
     const std::optional<std::string> text = bucket_json(value);
     if (!text) return std::nullopt;
-    const Found found = find(static_, g->text, *text, digest_, static_cast<std::int64_t>(nb::len(configs_)));
+    const Found found = find(static_, gpu_text, *text, digest_, static_cast<std::int64_t>(nb::len(configs_)));
     if (!found.chosen) return std::nullopt;
     payloads_[nb::str(text->c_str(), text->size())] = nb::bytes(found.payload->data(), found.payload->size());
     stats_["loaded"] = nb::int_(nb::cast<long long>(stats_["loaded"]) + 1);
