@@ -13,11 +13,14 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jitkernel as jk
 from jitkernel import _core
 from jitkernel._fleet import tune_call
 from test_autotune import CALL, GPU, X, configs, fake, fresh_cache, grid, make_kernel  # noqa: F401 - fixtures
+from test_tune_lookup import buckets
 
 
 def tuned_twice(key=None):
@@ -119,3 +122,29 @@ def test_gpu_identities_live_in_the_core_and_tests_can_replace_them(fresh_cache)
     assert _core._tune_one_gpu() == tune_call._identity(0)[1]
     tune_call._set_measure(None)
     assert _core._tune_one_gpu() is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=buckets.filter(lambda v: _hashable(v)))
+def test_the_warm_path_never_answers_otherwise_than_the_slow_path(fresh_cache, value):
+    """Whatever a key function returns, a second object's warm path either finds the decision the first object's
+    slow path stored, under the same memory key, or leaves the call to the slow path; never another index."""
+    _core._cache_reset()
+    fake([3.0, 1.0, 2.0])
+    key = lambda shapes, dtypes: value  # noqa: E731 - one bucket, the value drawn
+    first = jk.autotune(make_kernel(), configs=configs(), grid=grid, key=key)
+    first.tune(inputs=[X], **CALL)
+    second = jk.autotune(make_kernel(), configs=configs(), grid=grid, key=key)
+    found = second._table.warm((), [X], CALL["output_dtypes"], None)
+    if found is None:  # a bucket the core does not write (floats, non-ASCII text): the slow path finds it
+        assert second.tune(inputs=[X], **CALL) == configs()[1] and second.stats["tuned"] == 0
+    else:
+        assert found[1] == 1 and second._chosen == first._chosen
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
