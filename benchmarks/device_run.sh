@@ -17,6 +17,8 @@
 #              into the summary (JK_DIST_ARGS adds arguments, e.g. --quick)
 #   compiled   benchmarks/bench_compiled.py: a kernel call inside torch.compile (default, dynamic, reduce-overhead,
 #              with a backward) against a triton_op and Inductor's own code, in interleaved rounds (into bench.log)
+#   tuned      benchmarks/host_only/bench_tuned_first_call.py --gpu: a second process's first autotuned call against an
+#              untuned one (issue 30's target: within 0.1 ms), jk.Array and torch inputs (into bench.log)
 #   pieces     benchmarks/python/bench_eager_pieces.py (an eager call split into its pieces) and
 #              benchmarks/bench_jax.py (jax.jit against jnp.exp, with the handler's share), into bench.log
 #   aoti       benchmarks/bench_aoti.py: an AOTInductor package calling a kernel, run from C++ without Python, against
@@ -43,7 +45,7 @@ DEADLINE=$((START + ${JK_BUDGET_S:-480}))
 RESERVE=25  # seconds kept for the summary
 
 DEFAULT_STEPS=(info build tests demo cpp bench first)
-ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled pieces aoti memcheck racecheck soak distbench)
+ALL_STEPS=("${DEFAULT_STEPS[@]}" compiled tuned pieces aoti memcheck racecheck soak distbench)
 STEPS=("$@")
 [ ${#STEPS[@]} -eq 0 ] && STEPS=("${DEFAULT_STEPS[@]}")
 for s in "${STEPS[@]}"; do
@@ -145,7 +147,7 @@ if wanted distbench; then
 \${JK_DIST_ARGS:-}"
 fi
 BENCH_DIR=$(mktemp -d)
-if wanted bench || wanted first || wanted compiled || wanted pieces || wanted aoti; then
+if wanted bench || wanted first || wanted compiled || wanted tuned || wanted pieces || wanted aoti; then
   rm -f "$OUT/bench.log" "$OUT/bench.json"
 fi
 if wanted bench; then
@@ -156,6 +158,10 @@ if wanted first; then
 fi
 if wanted compiled; then
   run_step compiled 240 "$OUT/bench.log" "$PY benchmarks/bench_compiled.py --json '$BENCH_DIR/bench_compiled.json'"
+fi
+if wanted tuned; then
+  run_step tuned 150 "$OUT/bench.log" "$PY benchmarks/host_only/bench_tuned_first_call.py --gpu --runs 15"
+  run_step tuned_torch 240 "$OUT/bench.log" "$PY benchmarks/host_only/bench_tuned_first_call.py --gpu --arrays torch --runs 9"
 fi
 if wanted pieces; then
   run_step pieces 150 "$OUT/bench.log" "$PY benchmarks/python/bench_eager_pieces.py"
