@@ -168,6 +168,6 @@ def test_bucket_text_is_unchanged_by_where_the_dtypes_come_from():
     tuned = jk.autotune(kernel, configs=[jk.Config(threadgroup=(32, 1, 1))], grid=(1, 1, 1))
     texts = set()
     for out in ([jk.float32], [np.dtype(np.float32)], ["float32"]):
-        shapes, dtypes = _core._tune_describe([np.zeros((4, 2), np.float16), 3])
-        texts.add(tuned._bucket_text(tuned._memory_key(shapes, dtypes, out, None)))
+        _, _, memory_key = tuned._table.key_of([np.zeros((4, 2), np.float16), 3], out, None, None)
+        texts.add(tuned._bucket_text(memory_key))
     assert texts == {'[[[4,2],null],["float16","int"],["float32"]]'}

@@ -10,11 +10,12 @@
 // ran in a process.
 //
 // The table answers None whenever the call needs the slow path (Python):
-// another argument form or an error to report, no usable stored decision
+// another argument form, no usable stored decision
 // (tuning, claims, captures and traces are decided there), a bucket the JSON
 // writer here does not cover, or calls being recorded. Both paths share the
 // dicts the table holds (decisions by memory key, launches, payloads, stats),
-// so what one decides the other finds.
+// so what one decides the other finds; the slow path's memory keys are made
+// here too (`key_of`).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -35,6 +36,9 @@ namespace {
 constexpr Py_ssize_t kMaxLaunches = 4096;  // launch keywords kept per tuned kernel (many shapes: start over)
 
 std::string repr_of(nb::handle o) { return nb::cast<std::string>(nb::repr(o)); }
+std::string type_name_of(nb::handle o) {
+  return nb::cast<std::string>(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(o.ptr()))).attr("__name__"));
+}
 
 // (x, y, z) of positive ints from 1 to 3 ints, or nullopt.
 std::optional<nb::tuple> dims(nb::handle value) {
@@ -81,14 +85,7 @@ class TuneTable {
     const nb::tuple described = describe(list);
     nb::object shapes = described[0], dtypes = described[1];
     nb::object out = output_dtypes_of(output_dtypes, outputs);
-    nb::object bucket;  // the key function's value
-    if (!key_.is_none()) {
-      bucket = key_(shapes, names_of(dtypes));
-      if (PyObject_Hash(bucket.ptr()) == -1) {  // the slow path says what is wrong with it
-        PyErr_Clear();
-        return nb::none();
-      }
-    }
+    nb::object bucket = bucket_of(shapes, dtypes);  // the key function's value (None without one)
     int device = -1;
     nb::object gpu_text = nb::none();
     if (const std::string* one = one_gpu()) {
@@ -104,6 +101,17 @@ class TuneTable {
       if (!index) return nb::none();
     }
     return nb::make_tuple(list, *index, launch(*index, shapes, nb::none(), nb::none()));
+  }
+
+  // (shapes, dtypes, memory key) of a call's inputs (a list) with the GPU's
+  // text `gpu` (None: not known yet): what the slow path keeps decisions
+  // under, made as the warm path makes it.
+  nb::tuple key_of(nb::handle inputs, nb::handle output_dtypes, nb::handle outputs, nb::handle gpu) {
+    const nb::tuple described = describe(inputs);
+    nb::object shapes = described[0], dtypes = described[1];
+    nb::object out = output_dtypes_of(output_dtypes, outputs);
+    nb::object bucket = bucket_of(shapes, dtypes);
+    return nb::make_tuple(shapes, dtypes, memory_key(gpu, shapes, dtypes, bucket, out));
   }
 
   // The launch keywords (grid, threadgroup, template) of configuration
@@ -173,6 +181,19 @@ class TuneTable {
       out.append(jk_dtype_or_same(dtype));
     }
     return nb::tuple(out);
+  }
+
+  // The key function's value for these inputs (None without one), which
+  // must be hashable: it keys this process's memory.
+  nb::object bucket_of(nb::handle shapes, nb::handle dtypes) const {
+    if (key_.is_none()) return nb::none();
+    nb::object bucket = key_(shapes, names_of(dtypes));
+    if (PyObject_Hash(bucket.ptr()) == -1) {
+      PyErr_Clear();
+      throw ArgumentTypeError("key", "the key function returned an unhashable " + type_name_of(bucket) + " " +
+                                         repr_of(bucket) + ": return ints, floats, strings or tuples of them");
+    }
+    return bucket;
   }
 
   // The dtypes' names as a key function sees them.
@@ -272,6 +293,9 @@ void bind(nb::module_& m) {
       .def("warm", &TuneTable::warm, "args"_a, "inputs"_a.none(), "output_dtypes"_a.none(), "outputs"_a.none(),
            "(inputs, chosen index, launch keywords) of a call whose bucket is decided (in memory or stored), "
            "else None (the slow path decides).")
+      .def("key_of", &TuneTable::key_of, "inputs"_a, "output_dtypes"_a.none(), "outputs"_a.none(), "gpu"_a.none(),
+           "(shapes, dtypes, memory key) of a call's inputs (a list), the key function called (its value must be "
+           "hashable), with the GPU's text (None: not known yet).")
       .def("launch", &TuneTable::launch, "index"_a, "shapes"_a.none(), "grid"_a.none(), "threadgroup"_a.none(),
            "The launch keywords of a configuration for these shapes (kept when grid and threadgroup are None).");
 }

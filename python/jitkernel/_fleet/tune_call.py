@@ -128,9 +128,8 @@ class Autotuned:
         """(inputs as a list, their shapes, the index of the configuration to run): the slow path of a call (the
         table's ``warm`` is the fast one); one dict lookup once the bucket is decided."""
         inputs = self._inputs_arg(args, inputs)
-        shapes, dtypes = _core._tune_describe(inputs)
         gpu = _core._tune_one_gpu() or _gpu_of(inputs)  # None: _decide asks the GPU
-        memory_key = self._memory_key(shapes, dtypes, output_dtypes, outputs, gpu)
+        shapes, dtypes, memory_key = self._table.key_of(inputs, output_dtypes, outputs, gpu)
         index = self._chosen.get(memory_key)
         if index is None:
             call = dict(output_shapes=output_shapes, output_dtypes=output_dtypes, outputs=outputs, grid=grid,
@@ -148,23 +147,9 @@ class Autotuned:
                                               f"{type(inputs).__name__}")
         return list(inputs)
 
-    def _memory_key(self, shapes, dtypes, output_dtypes, outputs, gpu=None):
-        """What this process's decisions are kept under: the GPU's key text (None when not known yet: ``_decide``
-        puts it in), then the bucket as the call describes it (one tuple, as before the GPU was part of it)."""
-        out = (tuple(map(_core._tune_dtype, output_dtypes)) if isinstance(output_dtypes, (list, tuple)) else
-               tuple(_core._tune_dtype(o.dtype) for o in outputs) if isinstance(outputs, (list, tuple)) else None)
-        if self.key is None:
-            return gpu, shapes, dtypes, out
-        bucket = self.key(shapes, tuple(_dtype_name(d) for d in dtypes))
-        try:
-            hash(bucket)
-        except TypeError:
-            raise ArgumentTypeError("key", f"the key function returned an unhashable {type(bucket).__name__} "
-                                           f"{bucket!r}: return ints, floats, strings or tuples of them") from None
-        return gpu, bucket, out
-
     def _bucket_text(self, memory_key) -> str:
-        """The key bucket as stored: JSON of the (normalised) memory key, dtypes as names."""
+        """The key bucket as stored: JSON of the memory key (the table's ``key_of``: the GPU's text, then the
+        shapes, dtypes and output dtypes, or the key function's value and the output dtypes), dtypes as names."""
         text = _core._tune_bucket_json(memory_key[1:])  # the common buckets in one call, without a JSON encoder
         if text is not None:
             return text
