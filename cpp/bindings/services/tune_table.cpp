@@ -40,7 +40,10 @@ std::string type_name_of(nb::handle o) {
   return nb::cast<std::string>(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(o.ptr()))).attr("__name__"));
 }
 
-// (x, y, z) of positive ints from 1 to 3 ints, or nullopt.
+// (x, y, z) of positive ints from 1 to 3 ints (missing ones are 1), or
+// nullopt: the rule of a tuned kernel's grid and threadgroup, for a
+// Config's (tune_config._dims, through `_tune_dims`) and for what grid and
+// threadgroup functions return.
 std::optional<nb::tuple> dims(nb::handle value) {
   PyObject* v = value.ptr();
   if (!PyList_Check(v) && !PyTuple_Check(v)) return std::nullopt;
@@ -282,6 +285,12 @@ PyType_Slot kTableSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(table_trav
 
 void bind(nb::module_& m) {
   using namespace nb::literals;
+  m.def(
+      "_tune_dims", [](nb::handle value) -> nb::object {
+        std::optional<nb::tuple> d = dims(value);
+        return d ? nb::object(std::move(*d)) : nb::none();
+      },
+      "value"_a.none(), "(x, y, z) of 1 to 3 positive ints (missing ones are 1), or None when it is not that.");
   nb::class_<TuneTable>(m, "_TuneTable",
                         "An autotuned kernel's decisions and launches as its calls find them (internal: "
                         "tune_call.py).",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from .. import _core
 from .._dtypes import dtype as _jk_dtype
 from .._errors import ArgumentError, ArgumentTypeError, JitKernelError
 
@@ -24,13 +25,14 @@ TuningWarning.__module__ = "jitkernel"
 
 
 def _dims(value, argument: str) -> tuple:
-    """A (x, y, z) of positive ints from 1 to 3 ints (missing ones are 1)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not 1 <= len(value) <= 3:
+    """A (x, y, z) of positive ints from 1 to 3 ints (missing ones are 1): the core's rule (``_tune_dims``, which
+    also checks what grid and threadgroup functions return); here only which error names what is wrong."""
+    dims = _core._tune_dims(value)
+    if dims is not None:
+        return dims
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= 3:
         raise ArgumentTypeError(argument, f"expected 1 to 3 positive ints (x, y, z), got {value!r}")
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ArgumentError(argument, f"expected positive ints, got {value!r}")
-    return tuple(value) + (1,) * (3 - len(value))
+    raise ArgumentError(argument, f"expected positive ints, got {value!r}")
 
 
 def _template_value(name: str, value):
