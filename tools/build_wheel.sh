@@ -173,7 +173,9 @@ for want in "${pythons[@]}"; do
     echo "build_wheel.sh: auditwheel vendored libraries into $repaired" >&2
     exit 1
   fi
-  if ! "$tools/bin/python" -m zipfile -l "$repaired" | grep -q "jitkernel/_core.pyi"; then
+  # (Not `zipfile -l | grep -q`: grep stops reading at the match, and pipefail then takes the broken pipe for a miss.)
+  has_stub="import sys, zipfile; sys.exit('jitkernel/_core.pyi' not in zipfile.ZipFile(sys.argv[1]).namelist())"
+  if ! "$tools/bin/python" -c "$has_stub" "$repaired"; then
     echo "build_wheel.sh: $repaired has no type stub (jitkernel/_core.pyi)" >&2
     exit 1
   fi
